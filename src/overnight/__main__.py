@@ -1,0 +1,3 @@
+from overnight.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,219 @@
+"""``overnight``: run, resume, status, report, demo.
+
+Exit codes: 0 success, 2 partial, 3 failure, 4 unrecoverable (the run's own verdict);
+64 a usage or spec error (nothing was written); 66 a run directory with no result yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from overnight import __version__
+from overnight.core.errors import ConfigError, OvernightError
+
+EXIT_USAGE = 64
+EXIT_NO_RESULT = 66
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse exits 2 on a usage error, and 2 means PARTIAL here: use 64."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"overnight: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="overnight",
+        description="Run an agent night inside a hard budget; exit 0 success, 2 partial, "
+        "3 failure, 4 unrecoverable, 64 bad spec or usage.",
+    )
+    p.add_argument("--version", action="version", version=f"overnight {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="start a night from a spec file")
+    run.add_argument("spec", type=Path, help="the night's spec (night.toml)")
+    run.add_argument(
+        "--run-dir",
+        type=Path,
+        help="where the run keeps its state "
+        "(default: $OVERNIGHT_HOME/runs/<run-id>, OVERNIGHT_HOME=~/.overnight)",
+    )
+    run.add_argument("--json", action="store_true", help="print result.json to stdout at the end")
+    run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+    res = sub.add_parser("resume", help="continue a run after a crash, a kill or a stop")
+    res.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    res.add_argument("--usd", type=float, help="raise (or set) the money cap")
+    res.add_argument("--hours", type=float, help="set the wall-clock limit (hours in total)")
+    res.add_argument("--steps", type=int, help="set the step limit")
+    res.add_argument("--tokens", type=int, help="set the token limit")
+    res.add_argument("--json", action="store_true", help="print result.json to stdout at the end")
+    res.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+    st = sub.add_parser("status", help="where a run stands, running or finished")
+    st.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    st.add_argument("--json", action="store_true", help="machine-readable")
+
+    rep = sub.add_parser("report", help="the terminal result as Markdown")
+    rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+
+    demo = sub.add_parser("demo", help="a complete night on a bundled example, no API key")
+    demo.add_argument("--dir", type=Path, help="where to put the example (default: a temp dir)")
+    demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return p
+
+
+def _progress(quiet: bool) -> Any:
+    if quiet:
+        return None
+
+    def listener(record: dict[str, Any]) -> None:
+        line = _progress_line(record)
+        if line:
+            print(line, file=sys.stderr, flush=True)
+
+    return listener
+
+
+def _progress_line(r: dict[str, Any]) -> str | None:
+    t = float(r.get("t", 0.0))
+    stamp = f"[{int(t // 3600):02d}:{int(t % 3600 // 60):02d}:{int(t % 60):02d}]"
+    kind, decision = r.get("kind"), r.get("decision")
+    if kind == "task" and r.get("event") == "started":
+        return f"{stamp} task {r['task']} started (attempt {r['attempt']})"
+    if kind == "decision" and decision == "task_finished":
+        return f"{stamp} task {r['task']} -> {r['outcome']}"
+    if kind == "decision" and decision == "drift":
+        return f"{stamp} drift {r['score']:.2f} ({r['action']})"
+    if kind == "decision" and decision == "call_refused":
+        return f"{stamp} refused a {r['purpose']} call: {r['detail']}"
+    if kind == "decision" and decision == "resume_verified":
+        return f"{stamp} resumed: in-flight task {r['task']} verified {r['outcome']}"
+    if kind == "decision" and decision == "stop":
+        return f"{stamp} stop: {r['reason']}"
+    if kind == "tool_call" and r.get("tool") == "predicate":
+        return f"{stamp} goal predicate {'passed' if r.get('met') else 'not met'}"
+    if kind == "model_call" and "cost_usd" in r:
+        return f"{stamp} {r['purpose']} call ${r['cost_usd']:.4f}"
+    return None
+
+
+def _finish_output(run_dir: Path, result: Any, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
+    else:
+        print(f"ending:  {result.stop_reason} ({result.status}, exit {result.exit_code})")
+        print(f"branch:  {result.branch.name} ({len(result.verified)} verified commit(s))")
+        print(f"result:  {run_dir / 'result.json'}")
+        print(f"report:  overnight report {run_dir}")
+        if result.resumable and result.exit_code != 0:
+            print(f"resume:  overnight resume {run_dir}")
+    return int(result.exit_code)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from overnight.runs import start_run
+    from overnight.spec import check_spec, load_spec
+
+    spec = load_spec(args.spec)
+    check_spec(spec)
+    from overnight.harness import Signals
+    from overnight.runs import drained_on_signals
+
+    signals = Signals()
+    listener = _progress(args.quiet)
+
+    def announce(rd: Any) -> None:
+        if not args.quiet:
+            print(f"run dir: {rd.path}", file=sys.stderr, flush=True)
+
+    with drained_on_signals(signals):
+        rd, result = start_run(
+            spec, args.run_dir, signals=signals, on_created=announce, listener=listener
+        )
+    return _finish_output(rd.path, result, args.json)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    from overnight.harness import Signals
+    from overnight.runs import drained_on_signals, resume_run
+
+    raises = {
+        k: getattr(args, k)
+        for k in ("usd", "hours", "steps", "tokens")
+        if getattr(args, k) is not None
+    }
+    signals = Signals()
+    with drained_on_signals(signals):
+        rd, result = resume_run(
+            args.run_dir, raises, signals=signals, listener=_progress(args.quiet)
+        )
+    return _finish_output(rd.path, result, args.json)
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    from overnight.status import read_status, render_status
+
+    status = read_status(args.run_dir)
+    if args.json:
+        print(json.dumps(status, indent=2, sort_keys=True))
+    else:
+        print(render_status(status))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from overnight.report.markdown import render_markdown
+    from overnight.report.result import TerminalResult
+
+    path = args.run_dir / "result.json"
+    if not (args.run_dir / "run.json").exists():
+        raise ConfigError("RUN_DIR", f"{args.run_dir} is not an overnight run directory")
+    if not path.exists():
+        print(
+            f"overnight: {args.run_dir} has no result yet (still running, or killed); "
+            f"see `overnight status {args.run_dir}`",
+            file=sys.stderr,
+        )
+        return EXIT_NO_RESULT
+    result = TerminalResult.model_validate_json(path.read_text(encoding="utf-8"))
+    sys.stdout.write(render_markdown(result))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from overnight.demo import run_demo
+
+    return run_demo(args.dir, quiet=args.quiet)
+
+
+COMMANDS = {
+    "run": cmd_run,
+    "resume": cmd_resume,
+    "status": cmd_status,
+    "report": cmd_report,
+    "demo": cmd_demo,
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except ConfigError as exc:
+        print(f"overnight: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except OvernightError as exc:  # a run error that escaped the run: never a bare traceback
+        print(f"overnight: unrecoverable: {exc}", file=sys.stderr)
+        return 4
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

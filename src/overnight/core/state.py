@@ -1,0 +1,166 @@
+"""The run's state: everything a checkpoint carries, and the pure operations on it.
+
+Money and tokens are not here: the spend journal is their record, so that a call whose answer
+was lost in a crash is still counted (at its worst case).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from overnight.core.drift import DriftDecision, DriftVerdict
+from overnight.core.resume import VerifyOutcome
+from overnight.core.tasks import CompletedTask, InFlight, ParkedTask, PrunedTask, Task
+
+STATE_KIND = "run_state"
+
+
+class DriftRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["drift"] = "drift"
+    at_task_count: int
+    seconds: float
+    score: float
+    action: Literal["none", "prune", "halt"]
+    off_goal_task_ids: list[str]
+    reasoning: str
+
+
+class PredicateRecord(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["predicate"] = "predicate"
+    met: bool
+    exit_code: int | None
+    seconds: float
+    detail: str = ""
+
+
+class RunState(BaseModel):
+    """The checkpoint body. Paths, never file contents."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["run_state"] = "run_state"
+    run_id: str
+    goal_text: str
+    goal_sha: str
+    branch: str
+    base_commit: str
+    queue: list[Task] = Field(default_factory=list)
+    in_progress: InFlight | None = None
+    completed: list[CompletedTask] = Field(default_factory=list)
+    parked: list[ParkedTask] = Field(default_factory=list)
+    pruned: list[PrunedTask] = Field(default_factory=list)
+    planned: bool = False
+    steps_used: int = 0
+    seconds_used: float = 0.0
+    tasks_finished: int = 0
+    tasks_since_drift: int = 0
+    no_progress_streak: int = 0
+    drift_score: float = 0.0
+    drift_history: list[DriftRecord] = Field(default_factory=list)
+    goal_met: bool = False
+    last_predicate: PredicateRecord | None = None
+    laps: int = 0
+    resumes: int = 0
+    artifacts: list[str] = Field(default_factory=list)
+    stopped_reason: str | None = None
+
+    # -- pure transitions -------------------------------------------------------------------
+
+    def start_task(self, task: Task, rest: list[Task], attempt: int = 1) -> None:
+        self.queue = rest
+        self.in_progress = InFlight(task=task, attempt=attempt)
+
+    def finish_done(
+        self, task: Task, commit: str | None, attempts: int, detail: str, via: str = "lap"
+    ) -> None:
+        self.completed.append(
+            CompletedTask(
+                task=task,
+                commit=commit,
+                attempts=attempts,
+                verify_detail=detail,
+                via="resume" if via == "resume" else "lap",
+            )
+        )
+        self.in_progress = None
+        self._count_finished(progress=True)
+
+    def finish_parked(self, task: Task, reason: str, detail: str, patch: str | None) -> None:
+        self.parked.append(ParkedTask(task=task, reason=reason, detail=detail, patch=patch))
+        self.in_progress = None
+        self._count_finished(progress=False)
+
+    def requeue_front(self, task: Task) -> None:
+        self.queue = [task, *self.queue]
+        self.in_progress = None
+
+    def _count_finished(self, *, progress: bool) -> None:
+        self.tasks_finished += 1
+        self.tasks_since_drift += 1
+        self.no_progress_streak = 0 if progress else self.no_progress_streak + 1
+
+    def apply_drift(self, verdict: DriftVerdict, decision: DriftDecision, seconds: float) -> None:
+        """The only place the drift score is assigned."""
+        self.drift_score = verdict.drift_score
+        self.tasks_since_drift = 0
+        self.queue = decision.kept
+        self.pruned += [
+            PrunedTask(task=t, drift_score=verdict.drift_score, at_task_count=self.tasks_finished)
+            for t in decision.pruned
+        ]
+        self.drift_history.append(
+            DriftRecord(
+                at_task_count=self.tasks_finished,
+                seconds=seconds,
+                score=verdict.drift_score,
+                action=decision.action,
+                off_goal_task_ids=list(verdict.off_goal_task_ids),
+                reasoning=verdict.reasoning,
+            )
+        )
+
+    def add_tasks(self, tasks: list[Task]) -> list[Task]:
+        """Append tasks whose ids are new to this run; return the ones added."""
+        known = self.known_ids()
+        added: list[Task] = []
+        for task in tasks:
+            if task.id in known:
+                continue
+            known.add(task.id)
+            added.append(task)
+        self.queue = self.queue + added
+        return added
+
+    def known_ids(self) -> set[str]:
+        ids = {t.id for t in self.queue}
+        ids |= {c.task.id for c in self.completed}
+        ids |= {p.task.id for p in self.parked}
+        ids |= {p.task.id for p in self.pruned}
+        if self.in_progress is not None:
+            ids.add(self.in_progress.task.id)
+        return ids
+
+    def route_resumed(
+        self, outcome: VerifyOutcome, detail: str, commit: str | None, patch: str | None
+    ) -> None:
+        """Route the task that was in flight when the previous process died."""
+        flight = self.in_progress
+        if flight is None:
+            return
+        if outcome is VerifyOutcome.DONE:
+            self.finish_done(flight.task, commit, flight.attempt, detail, via="resume")
+        elif outcome is VerifyOutcome.PARTIAL:
+            self.finish_parked(
+                flight.task,
+                "resumed into a partially applied state; needs a human",
+                detail,
+                patch,
+            )
+        else:
+            self.requeue_front(flight.task)

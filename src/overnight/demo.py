@@ -1,0 +1,61 @@
+"""``overnight demo``: a complete night on a bundled example, with a scripted model."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from importlib import resources
+from pathlib import Path
+
+from overnight.process import scrubbed_env
+
+EXAMPLE = "migrations"
+
+
+def prepare_example(target: Path, name: str = EXAMPLE) -> Path:
+    """Copy a bundled example into ``target/workspace`` as a fresh git repository."""
+    source = resources.files("overnight.examples").joinpath(name)
+    workspace = target / "workspace"
+    with resources.as_file(source) as src:
+        shutil.copytree(src, workspace, ignore=shutil.ignore_patterns("__pycache__"))
+    env = scrubbed_env()
+    git = ["git", "-C", str(workspace)]
+    ident = ["-c", "user.name=overnight demo", "-c", "user.email=demo@localhost"]
+    for cmd in (
+        [*git, "init", "-q", "-b", "main"],
+        [*git, "add", "-A"],
+        [*git, *ident, "commit", "-q", "-m", "example workspace"],
+    ):
+        subprocess.run(cmd, check=True, env=env, capture_output=True)
+    return workspace
+
+
+def run_demo(where: Path | None, *, quiet: bool = False) -> int:
+    from overnight.cli import _finish_output, _progress
+    from overnight.harness import Signals
+    from overnight.runs import drained_on_signals, start_run
+    from overnight.spec import check_spec, load_spec
+
+    base = where or Path(tempfile.mkdtemp(prefix="overnight-demo-"))
+    base.mkdir(parents=True, exist_ok=True)
+    workspace = prepare_example(base)
+    print(
+        "overnight demo: the model in this night is SCRIPTED (a fake that replays fixed "
+        "answers with realistic token counts); no API key is used and no money is spent.\n"
+        f"workspace: {workspace}",
+        file=sys.stderr,
+    )
+    spec = load_spec(workspace / "night.toml")
+    check_spec(spec)
+    signals = Signals()
+    with drained_on_signals(signals):
+        rd, result = start_run(spec, base / "run", signals=signals, listener=_progress(quiet))
+    code = _finish_output(rd.path, result, as_json=False)
+    print(
+        f"\nThe verified work is on branch {result.branch.name} of {workspace}:\n"
+        f"  git -C {workspace} log --oneline {result.branch.name}",
+        file=sys.stderr,
+    )
+    return code

@@ -1,0 +1,1 @@
+"""Bundled example nights (data files; see each folder's night.toml)."""

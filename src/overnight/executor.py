@@ -1,0 +1,66 @@
+"""The executor seam: how an agent task's brief becomes work in the worktree.
+
+The harness hands the executor a task and a context; the executor may call the model (through
+the context, so every call is reserved, priced and traced) and edit files in the worktree.
+What it reports about itself is recorded, never trusted: the harness runs the task's verify.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol, runtime_checkable
+
+from overnight.core.budget import Band
+from overnight.core.errors import ConfigError
+from overnight.core.tasks import Task
+from overnight.models.types import ModelRequest, ModelResponse
+
+
+@dataclass(frozen=True)
+class ExecContext:
+    workdir: Path
+    """The run's worktree: the only directory the executor may change."""
+    artifacts: Path
+    """Where the executor may keep large outputs (by path, never in the checkpoint)."""
+    model: str
+    """The model name to put in requests."""
+    attempt: int
+    call_model: Callable[[ModelRequest], ModelResponse]
+    """Reserve, call, price and trace one model call. Raises ``BudgetRefused`` when refused."""
+    stop_requested: Callable[[], str | None]
+    """A signal name once the run must drain; the executor should return promptly."""
+    budget_band: Callable[[], Band]
+    advance_clock: Callable[[float], None] = field(default=lambda _s: None)
+    """Only fake clocks move; scripted executors use this to simulate slow work."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    status: Literal["finished", "limit_reached", "looping", "gave_up"]
+    summary: str = ""
+    artifacts: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class TaskExecutor(Protocol):
+    def execute(self, task: Task, ctx: ExecContext) -> ExecResult: ...
+
+
+def load_executor(target: str) -> TaskExecutor:
+    from overnight.models.seam import resolve_target
+
+    obj = resolve_target(target, "executor.target")
+    if isinstance(obj, type):
+        try:
+            obj = obj()
+        except Exception as exc:
+            raise ConfigError("executor.target", f"cannot construct {target}: {exc}") from exc
+    if not isinstance(obj, TaskExecutor):
+        raise ConfigError(
+            "executor.target",
+            f"{target!r} has no execute(task, context) method",
+            "point it at an object (or class) implementing the executor seam",
+        )
+    return obj

@@ -1,0 +1,259 @@
+"""The end of a run: the closing summary (paid from the wrap-up reserve, with a structured
+fallback), the terminal result, and ``result.json`` written even on a full disk."""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+from overnight import workspace as ws
+from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading
+from overnight.core.endings import Ending, Stop, describe
+from overnight.core.errors import DiskFull
+from overnight.harness import Night
+from overnight.models.gateway import spend_totals
+from overnight.models.types import estimate_input_tokens
+from overnight.prompts import summary_request
+from overnight.report.result import (
+    Branch,
+    BudgetBlock,
+    Budgets,
+    DriftPoint,
+    GoalBlock,
+    ParkedEntry,
+    Plan,
+    PredicateBlock,
+    PrunedEntry,
+    Spend,
+    SpendPoint,
+    TerminalResult,
+    VerifiedTask,
+    Wrapup,
+)
+from overnight.store.journal import read_journal
+from overnight.store.rundir import write_json_atomic
+
+DEFAULT_MESSAGES: dict[Ending, str] = {
+    Ending.GOAL_MET: "the goal predicate passed",
+    Ending.BUDGET_EXHAUSTED: "a budget reached its line",
+    Ending.TIME_LIMIT: "the wall clock ran out",
+    Ending.DRIFT_DETECTED: "the queue drifted away from the goal",
+    Ending.NO_PROGRESS: "recent tasks changed nothing verifiable",
+    Ending.QUEUE_EMPTY_GOAL_UNMET: "the queue drained with the goal unmet",
+    Ending.UNRECOVERABLE_ERROR: "an unrecoverable error",
+}
+
+MIN_SUMMARY_TOKENS = 256
+
+
+def _block(r: BudgetReading) -> BudgetBlock:
+    return BudgetBlock(
+        used=round(r.used, 6),
+        limit=r.limit,
+        stop_at=r.stop_at,
+        enforced_at=r.enforced_at,
+        refused_at=r.refused_at,
+    )
+
+
+def structured_summary(night: Night, stop: Stop) -> str:
+    """The summary rendered from state alone: less readable, every fact that matters."""
+    s = night.state
+    lines = [f"Run {s.run_id} stopped: {stop.reason}. {stop.message}".strip()]
+    if s.completed:
+        done = ", ".join(f"{c.task.id} ({(c.commit or 'no commit')[:10]})" for c in s.completed)
+        lines.append(f"Verified and committed: {done}.")
+    else:
+        lines.append("No task was verified.")
+    if s.parked:
+        lines.append("Parked: " + "; ".join(f"{p.task.id}: {p.reason}" for p in s.parked) + ".")
+    if s.in_progress is not None:
+        lines.append(f"Left in flight (resume verifies it): {s.in_progress.task.id}.")
+    if s.queue:
+        lines.append("Not started: " + ", ".join(t.id for t in s.queue) + ".")
+    if s.pruned:
+        lines.append("Pruned for drift: " + ", ".join(p.task.id for p in s.pruned) + ".")
+    lines.append(
+        f"Spent ${night.ledger.spent_usd:.2f} of ${night.spec.budget.usd:.2f}; "
+        f"goal predicate {'passed' if s.goal_met else 'not passed'}."
+    )
+    return "\n".join(lines)
+
+
+def _summary_facts(night: Night, stop: Stop) -> dict[str, Any]:
+    s = night.state
+    return {
+        "goal": night.goal.text,
+        "stop_reason": stop.reason,
+        "why": stop.message,
+        "verified": [{"id": c.task.id, "title": c.task.title} for c in s.completed],
+        "parked": [{"id": p.task.id, "reason": p.reason} for p in s.parked],
+        "in_flight": s.in_progress.task.id if s.in_progress else None,
+        "not_started": [t.id for t in s.queue],
+        "pruned": [p.task.id for p in s.pruned],
+        "spent_usd": round(night.ledger.spent_usd, 4),
+        "cap_usd": night.spec.budget.usd,
+    }
+
+
+def write_summary(night: Night, stop: Stop) -> tuple[str, Wrapup]:
+    """One call with no tools, from the reserve; on any failure, the structured rendering."""
+    before = night.ledger.spent_usd
+    if night.gateway is None or night.spec.model is None:
+        return structured_summary(night, stop), Wrapup(source="structured", cost_usd=0.0)
+    model = night.spec.model
+    try:
+        request = summary_request(model.name, model.summary_max_tokens, _summary_facts(night, stop))
+        # Fit max_tokens to what the reserve can pay for, rather than be refused outright.
+        price = night.ledger.prices.price(model.name)
+        room = night.ledger.limit_usd - night.ledger.spent_usd - night.ledger.held_usd
+        room -= estimate_input_tokens(request) * price.input / 1e6
+        affordable = int(room * 1e6 / price.output) if price.output > 0 else request.max_tokens
+        if affordable < request.max_tokens:
+            request = request.model_copy(update={"max_tokens": max(MIN_SUMMARY_TOKENS, affordable)})
+        response = night.gateway.call(request, line="reserve")
+        text = response.text().strip()
+        if not text:
+            raise ValueError("the summary call returned no text")
+        cost = night.ledger.spent_usd - before
+        return text, Wrapup(source="model", cost_usd=round(cost, 6))
+    except Exception as exc:
+        cost = night.ledger.spent_usd - before
+        return structured_summary(night, stop), Wrapup(
+            source="structured", cost_usd=round(cost, 6), error=repr(exc)[:500]
+        )
+
+
+def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> TerminalResult:
+    s = night.state
+    verdict = describe(stop)
+    b = night.budgets_at_stop or night.budgets()
+    totals = spend_totals(read_journal(night.run_dir.spend))
+    total_usd = totals.usd + totals.dangling_usd
+    verified = [
+        VerifiedTask(
+            id=c.task.id, title=c.task.title, commit=c.commit, attempts=c.attempts, via=c.via
+        )
+        for c in s.completed
+    ]
+    head: str | None
+    diff_stat = ""
+    try:
+        head = ws.head(night.run_dir.worktree)
+        diff_stat = ws.diff_stat(night.run_dir.worktree, s.base_commit)
+    except Exception:
+        head = None
+    return TerminalResult(
+        run_id=s.run_id,
+        status=verdict.outcome.value,
+        stop_reason=stop.reason,
+        ending=stop.ending.value,
+        exit_code=verdict.exit_code,
+        resumable=verdict.resumable,
+        alert=verdict.alert,
+        message=stop.message or DEFAULT_MESSAGES[stop.ending],
+        goal=GoalBlock(text=night.goal.text, sha256=night.goal.sha256),
+        budgets=Budgets(
+            steps=_block(b[STEPS]),
+            tokens=_block(b[TOKENS]),
+            seconds=_block(b[SECONDS]),
+            cost_usd=_block(b[MONEY]),
+        ),
+        plan=Plan(
+            done=[c.task.id for c in s.completed],
+            remaining=[t.id for t in s.queue],
+            in_progress=s.in_progress.task.id if s.in_progress else None,
+            parked=[
+                ParkedEntry(
+                    id=p.task.id,
+                    title=p.task.title,
+                    reason=p.reason,
+                    detail=p.detail[-1500:],
+                    patch=p.patch,
+                )
+                for p in s.parked
+            ],
+            pruned=[
+                PrunedEntry(
+                    id=p.task.id,
+                    title=p.task.title,
+                    drift_score=p.drift_score,
+                    at_task_count=p.at_task_count,
+                )
+                for p in s.pruned
+            ],
+        ),
+        verified=verified,
+        drift=[
+            DriftPoint(
+                at_task_count=d.at_task_count,
+                seconds=d.seconds,
+                score=d.score,
+                action=d.action,
+                off_goal_task_ids=d.off_goal_task_ids,
+            )
+            for d in s.drift_history
+        ],
+        spend=Spend(
+            total_usd=round(total_usd, 6),
+            by_purpose={k: round(v, 6) for k, v in totals.by_purpose.items()},
+            curve=[SpendPoint(seconds=round(t, 3), cost_usd=round(u, 6)) for t, u in totals.curve],
+            cost_per_verified_task=round(total_usd / len(verified), 6) if verified else None,
+            model_calls=totals.calls,
+        ),
+        predicate=(
+            PredicateBlock(
+                command=night.spec.predicate.command,
+                met=s.last_predicate.met,
+                exit_code=s.last_predicate.exit_code,
+                detail=s.last_predicate.detail[-1500:],
+            )
+            if s.last_predicate
+            else None
+        ),
+        branch=Branch(
+            name=s.branch,
+            base_commit=s.base_commit,
+            head=head,
+            worktree=str(night.run_dir.worktree),
+            diff_stat=diff_stat,
+        ),
+        partial_output=partial,
+        wrapup=wrapup,
+        trace_ref=str(night.run_dir.trace),
+        started_at=night.started_at,
+        ended_at=night.clock.now_iso(),
+        resumes=s.resumes,
+    )
+
+
+def write_result(night: Night, result: TerminalResult) -> None:
+    """Write result.json; on a full disk, free the space reserved at the start and retry."""
+    data = result.model_dump(mode="json")
+    try:
+        write_json_atomic(night.run_dir.result, data)
+    except (DiskFull, OSError) as exc:
+        if isinstance(exc, OSError) and exc.errno != errno.ENOSPC:
+            raise
+        if not night.run_dir.free_disk_reserve():
+            raise
+        write_json_atomic(night.run_dir.result, data)
+
+
+def finish(night: Night, stop: Stop) -> TerminalResult:
+    partial, wrapup = write_summary(night, stop)
+    result = build_result(night, stop, partial, wrapup)
+    write_result(night, result)
+    night.trace.event(
+        "decision",
+        decision="result_written",
+        stop_reason=result.stop_reason,
+        exit_code=result.exit_code,
+    )
+    if night.persist:
+        night.state.stopped_reason = stop.reason
+        try:
+            night.checkpoint()
+        except Exception as exc:  # the result is already on disk; say so in the trace
+            night.trace.event("decision", decision="final_checkpoint_failed", error=repr(exc))
+    return result

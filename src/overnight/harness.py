@@ -1,0 +1,411 @@
+"""The lap, and the loop around it: the imperative shell around ``core``.
+
+``Night.drive`` is the only loop. Its one exit is a ``Stop`` returned by ``should_stop`` at the
+top of a lap; everything raised inside a lap is classified by ``classify_exception`` and lands
+back at that check. ``start_run`` and ``resume_run`` (in ``overnight.runs``) build a ``Night``.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from overnight import workspace as ws
+from overnight.clock import Clock
+from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading, Ledger, reading
+from overnight.core.drift import DriftVerdict, drift_gate
+from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
+from overnight.core.errors import Interrupted
+from overnight.core.goal import Goal
+from overnight.core.resume import VerifyOutcome, outcome_of_exit
+from overnight.core.state import PredicateRecord, RunState
+from overnight.core.tasks import InFlight, Task, pop_highest
+from overnight.executor import ExecContext, TaskExecutor, load_executor
+from overnight.models.gateway import ModelGateway, spend_totals
+from overnight.models.seam import python_model
+from overnight.models.structured import parse_answer
+from overnight.process import CommandResult, run_command
+from overnight.prompts import (
+    DRIFT_TOOL,
+    PLAN_TOOL,
+    REPLAN_TOOL,
+    PlanAnswer,
+    ReplanAnswer,
+    drift_request,
+    plan_request,
+    planned_to_task,
+    replan_request,
+)
+from overnight.spec import Spec
+from overnight.store.checkpoint import save_checkpoint
+from overnight.store.journal import Journal, read_journal
+from overnight.store.rundir import RunDir
+from overnight.trace import Trace
+
+OUTPUT_TAIL = 2000
+
+
+@dataclass
+class Signals:
+    """Set by the SIGTERM/SIGINT handlers; read at the top of every lap and while waiting."""
+
+    requested: str | None = None
+
+    def request(self, name: str) -> None:
+        if self.requested is None:
+            self.requested = name
+
+    def check(self) -> str | None:
+        return self.requested
+
+
+def task_marker(task_id: str) -> str:
+    return f"(overnight task {task_id})"
+
+
+class Night:
+    """One run being driven by this process."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        run_dir: RunDir,
+        state: RunState,
+        goal: Goal,
+        expected_goal_sha: str,
+        clock: Clock,
+        signals: Signals,
+        started_at: str,
+    ) -> None:
+        self.spec = spec
+        self.run_dir = run_dir
+        self.state = state
+        self.goal = goal
+        self.expected_goal_sha = expected_goal_sha
+        self.clock = clock
+        self.signals = signals
+        self.started_at = started_at
+        self.fractions = spec.budget.fractions()
+        self._t0 = clock.monotonic()
+        self._seconds_base = state.seconds_used
+        totals = spend_totals(read_journal(run_dir.spend))
+        self.ledger = Ledger(
+            prices=spec.price_table(),
+            limit_usd=spec.budget.usd,
+            enforce_fraction=self.fractions.enforce_at,
+            limit_tokens=spec.budget.tokens,
+            spent_usd=totals.usd + totals.dangling_usd,
+            tokens_used=totals.tokens + totals.dangling_tokens,
+        )
+        self.spend_journal = Journal(run_dir.spend, durable=True)
+        self.trace = Trace(run_dir.trace, self.seconds_used, clock.now_iso)
+        self.gateway: ModelGateway | None = None
+        if spec.model is not None and spec.model.target is not None:
+            self.gateway = ModelGateway(
+                python_model(spec.model.target),
+                self.ledger,
+                self.spend_journal,
+                self.trace,
+                self.seconds_used,
+                self.fractions,
+            )
+        self.executor: TaskExecutor | None = (
+            load_executor(spec.executor.target) if spec.executor is not None else None
+        )
+        self.fatal: Stop | None = None
+        self.prepared = False
+        self.persist = True
+        self.budgets_at_stop: dict[str, BudgetReading] = {}
+
+    # -- facts -----------------------------------------------------------------------------
+
+    def seconds_used(self) -> float:
+        return self._seconds_base + (self.clock.monotonic() - self._t0)
+
+    def budgets(self) -> dict[str, BudgetReading]:
+        b, f, led = self.spec.budget, self.fractions, self.ledger
+        return {
+            MONEY: reading(MONEY, led.spent_usd, b.usd, f, led.refused_at.get(MONEY)),
+            TOKENS: reading(TOKENS, led.tokens_used, b.tokens, f, led.refused_at.get(TOKENS)),
+            STEPS: reading(STEPS, self.state.steps_used, b.steps, f),
+            SECONDS: reading(SECONDS, self.seconds_used(), b.hours * 3600.0, f),
+        }
+
+    def facts(self) -> StopFacts:
+        s = self.state
+        return StopFacts(
+            goal_met=s.goal_met,
+            budgets=self.budgets(),
+            drift_score=s.drift_score,
+            no_progress_streak=s.no_progress_streak,
+            no_progress_limit=self.spec.run.no_progress_after,
+            queue_length=len(s.queue),
+            interrupted_by=self.signals.requested,
+            fatal=self.fatal,
+        )
+
+    # -- the loop --------------------------------------------------------------------------
+
+    def drive(self) -> Stop:
+        """``while True`` with one exit: the stop check. Nothing else leaves this loop."""
+        while True:
+            try:
+                if not self.prepared and self.fatal is None:
+                    self.prepared = True
+                    self.prepare()
+                stop = should_stop(self.facts())
+                if stop is not None:
+                    self.budgets_at_stop = self.budgets()
+                    self.trace.event("decision", decision="stop", reason=stop.reason)
+                    return stop
+                self.lap()
+            except KeyboardInterrupt:
+                self.signals.request("sigint")
+            except Exception as exc:
+                self.absorb(exc)
+
+    def absorb(self, exc: Exception) -> None:
+        stop = classify_exception(exc)
+        if isinstance(exc, Interrupted):
+            self.signals.request(exc.signal_name)
+        self.trace.event(
+            "decision",
+            decision="exception",
+            error=repr(exc),
+            classified=stop.reason if stop else "soft",
+            traceback=traceback.format_exc(limit=8),
+        )
+        if stop is not None:
+            self.fatal = stop
+
+    def prepare(self) -> None:
+        """Once per process: verify a task left in flight, run the predicate, plan if needed."""
+        if self.state.in_progress is not None:
+            self.verify_in_flight()
+        self.run_predicate()
+        if not self.state.goal_met and not self.state.planned and not self.spec.tasks:
+            self.plan()
+        self.checkpoint()
+
+    def lap(self) -> None:
+        """Pop, mark IN_PROGRESS, execute, verify (retrying), checkpoint, drift, predicate."""
+        s = self.state
+        s.laps += 1
+        task, s.queue = pop_highest(s.queue)
+        retries = task.retries if task.retries is not None else self.spec.run.retries
+        attempt = 0
+        while True:
+            attempt += 1
+            s.in_progress = InFlight(task=task, attempt=attempt)
+            s.steps_used += 1
+            self.checkpoint()  # IN_PROGRESS is on disk before anything happens
+            self.trace.event("task", event="started", task=task.id, attempt=attempt)
+            self.execute(task, attempt)
+            outcome, detail = self.verify(task)
+            self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
+            if outcome is VerifyOutcome.DONE:
+                s.finish_done(task, self.commit(task), attempt, detail)
+                break
+            if outcome is VerifyOutcome.PARTIAL:
+                reason = "verify reports a partially applied state"
+                s.finish_parked(task, reason, detail, self.discard(task, attempt))
+                break
+            if attempt > retries or self.steps_exhausted():
+                reason = f"not done after {attempt} attempt(s)"
+                s.finish_parked(task, reason, detail, self.discard(task, attempt))
+                break
+        self.trace.event("decision", decision="task_finished", task=task.id, outcome=outcome.value)
+        self.checkpoint()
+        if (
+            self.gateway is not None
+            and s.queue
+            and s.tasks_since_drift >= self.spec.run.drift_every
+        ):
+            self.drift_check()
+        self.run_predicate()
+        self.checkpoint()
+        if self.should_replan() and should_stop(self.facts()) is None:
+            self.replan()
+            self.checkpoint()
+
+    # -- the steps of a lap ----------------------------------------------------------------
+
+    def execute(self, task: Task, attempt: int) -> None:
+        if task.command is not None:
+            result = self.run(task.command, task.timeout_s, f"{task.id}.{attempt}.log", clip=True)
+            self.trace.event(
+                "tool_call",
+                tool="command",
+                task=task.id,
+                exit_code=result.exit_code,
+                timed_out=result.timed_out,
+                seconds=round(result.seconds, 3),
+            )
+            return
+        if self.executor is None or self.gateway is None:
+            self.trace.event("decision", decision="no_executor", task=task.id)
+            return
+        gateway = self.gateway
+        model_name = self.spec.model.name if self.spec.model else ""
+        ctx = ExecContext(
+            workdir=self.run_dir.worktree,
+            artifacts=self.run_dir.artifacts,
+            model=model_name,
+            attempt=attempt,
+            call_model=gateway.call,
+            stop_requested=self.signals.check,
+            budget_band=gateway.band,
+            advance_clock=getattr(self.clock, "advance", lambda _s: None),
+        )
+        outcome = self.executor.execute(task, ctx)
+        self.trace.event(
+            "tool_call",
+            tool="executor",
+            task=task.id,
+            status=outcome.status,
+            summary=outcome.summary[:500],
+        )
+        if self.signals.requested:
+            raise Interrupted(self.signals.requested)
+
+    def verify(self, task: Task) -> tuple[VerifyOutcome, str]:
+        result = self.run(task.verify, task.timeout_s, f"{task.id}.verify.log", clip=False)
+        self.trace.event("tool_call", tool="verify", task=task.id, exit_code=result.exit_code)
+        why = "timed out" if result.timed_out else f"exit {result.exit_code}"
+        return outcome_of_exit(result.exit_code), f"{why}: {result.output[-OUTPUT_TAIL:]}".strip()
+
+    def run(self, command: str, timeout_s: float, log: str, *, clip: bool) -> CommandResult:
+        """Run a shell command in the worktree. ``clip`` bounds it by the time left."""
+        if clip:
+            left = self.budgets()[SECONDS].enforced_at or timeout_s
+            timeout_s = max(1.0, min(timeout_s, left - self.seconds_used()))
+        self.run_dir.artifacts.mkdir(exist_ok=True)
+        result = run_command(
+            command,
+            cwd=self.run_dir.worktree,
+            timeout_s=timeout_s,
+            should_stop=self.signals.check,
+            log_path=self.run_dir.artifacts / log,
+        )
+        if result.interrupted:
+            raise Interrupted(self.signals.requested or "signal")
+        return result
+
+    def run_predicate(self) -> None:
+        p = self.spec.predicate
+        result = self.run(p.command, p.timeout_s, "predicate.log", clip=False)
+        met = result.exit_code == 0
+        self.state.goal_met = met
+        self.state.last_predicate = PredicateRecord(
+            met=met,
+            exit_code=result.exit_code,
+            seconds=round(result.seconds, 3),
+            detail=result.output[-OUTPUT_TAIL:],
+        )
+        self.trace.event("tool_call", tool="predicate", exit_code=result.exit_code, met=met)
+
+    def commit(self, task: Task) -> str:
+        title = task.title or (task.command or task.brief or "").splitlines()[0][:60]
+        message = (
+            f"{task.id}: {title}\n\nVerified by: {task.verify}\n"
+            f"Run: {self.state.run_id} {task_marker(task.id)}\n"
+        )
+        return ws.commit_all(self.run_dir.worktree, message)
+
+    def discard(self, task: Task, attempt: int) -> str | None:
+        patch = self.run_dir.artifacts / f"{task.id}.{attempt}.patch"
+        self.run_dir.artifacts.mkdir(exist_ok=True)
+        return str(patch) if ws.discard_changes(self.run_dir.worktree, patch) else None
+
+    def steps_exhausted(self) -> bool:
+        return self.budgets()[STEPS].exhausted
+
+    def verify_in_flight(self) -> None:
+        """Resume: the task in flight is verified, never executed again."""
+        flight = self.state.in_progress
+        assert flight is not None
+        ws.clear_stale_locks(self.run_dir.worktree)
+        outcome, detail = self.verify(flight.task)
+        commit: str | None = None
+        patch: str | None = None
+        if outcome is VerifyOutcome.DONE:
+            base = self.state.base_commit
+            commit = ws.find_commit(self.run_dir.worktree, base, task_marker(flight.task.id))
+            if commit is None or ws.has_changes(self.run_dir.worktree):
+                commit = self.commit(flight.task)
+        else:
+            patch = self.discard(flight.task, flight.attempt)
+        self.state.route_resumed(outcome, detail, commit, patch)
+        self.trace.event(
+            "decision", decision="resume_verified", task=flight.task.id, outcome=outcome.value
+        )
+        self.checkpoint()
+
+    # -- model calls made by the harness ---------------------------------------------------
+
+    def _model(self) -> tuple[ModelGateway, str, int]:
+        assert self.gateway is not None and self.spec.model is not None
+        return self.gateway, self.spec.model.name, self.spec.model.max_tokens
+
+    def plan(self) -> None:
+        gateway, name, max_tokens = self._model()
+        response = gateway.call(plan_request(name, max_tokens, self.goal.text))
+        answer = parse_answer(response, PlanAnswer, PLAN_TOOL.name, "plan")
+        tasks = [planned_to_task(p, "plan", self.spec.run.retries) for p in answer.tasks]
+        added = self.state.add_tasks(tasks)
+        self.state.planned = True
+        self.trace.event("decision", decision="planned", tasks=[t.id for t in added])
+
+    def should_replan(self) -> bool:
+        s = self.state
+        return (
+            self.spec.run.replan
+            and self.gateway is not None
+            and self.executor is not None
+            and bool(s.queue)
+            and not s.goal_met
+        )
+
+    def replan(self) -> None:
+        gateway, name, max_tokens = self._model()
+        s = self.state
+        facts: dict[str, Any] = {
+            "done": [c.task.id for c in s.completed],
+            "parked": [{"id": p.task.id, "reason": p.reason} for p in s.parked],
+            "queue": [{"id": t.id, "title": t.title} for t in s.queue],
+            "goal_check": (s.last_predicate.detail[-800:] if s.last_predicate else ""),
+        }
+        response = gateway.call(replan_request(name, max_tokens, self.goal.text, facts))
+        answer = parse_answer(response, ReplanAnswer, REPLAN_TOOL.name, "replan")
+        tasks = [planned_to_task(p, "replan", self.spec.run.retries) for p in answer.add]
+        added = s.add_tasks(tasks)
+        self.trace.event("decision", decision="replanned", added=[t.id for t in added])
+
+    def drift_check(self) -> None:
+        self.goal.assert_intact(self.expected_goal_sha)
+        gateway, name, max_tokens = self._model()
+        request = drift_request(name, max_tokens, self.goal.text, self.state.queue)
+        verdict = parse_answer(gateway.call(request), DriftVerdict, DRIFT_TOOL.name, "drift")
+        decision = drift_gate(self.state.queue, verdict)
+        self.state.apply_drift(verdict, decision, self.seconds_used())
+        self.trace.event(
+            "decision",
+            decision="drift",
+            score=verdict.drift_score,
+            action=decision.action,
+            pruned=[t.id for t in decision.pruned],
+        )
+        self.checkpoint()
+
+    # -- persistence -----------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        if not self.persist:
+            return
+        self.state.seconds_used = self.seconds_used()
+        save_checkpoint(self.run_dir.checkpoint, self.state.model_dump(mode="json"))
+
+    def close(self) -> None:
+        self.trace.close()
+        self.spend_journal.close()

@@ -1,0 +1,283 @@
+"""Running shell commands (command tasks, verify commands, the goal predicate).
+
+Every command runs through ``/bin/sh -c`` in a process group of its own, so a timeout or an
+interrupt can end everything it spawned, not only the shell. Output goes to a file rather than
+a pipe, so a chatty command can never block on a full pipe buffer while the harness waits for
+it; the harness reads the file back afterwards and keeps only the tail.
+
+The child's environment is a copy of the harness's own with secrets removed: a verify command
+has no business seeing the provider's API key.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import errno
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from overnight.core.errors import DiskFull, WorkspaceError
+
+#: Variables removed from every child environment whatever their shape.
+SECRET_NAMES: frozenset[str] = frozenset(
+    {
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+    }
+)
+
+#: A variable whose name matches one of these (case-insensitively) is treated as a secret.
+#: Suffixes carry the leading underscore so that names such as ``PYTHONHASHSEED`` or
+#: ``KEYTIMEOUT`` survive; ``_API_KEY`` is covered by ``_KEY``.
+SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(_KEY|_TOKEN|_SECRET)$", re.IGNORECASE),
+    re.compile(r"SECRET|PASSWORD|PASSWD|CREDENTIALS", re.IGNORECASE),
+)
+
+#: How long a process group gets between SIGTERM and SIGKILL.
+TERM_GRACE_S = 2.0
+
+#: How long to wait, after SIGKILL, for the kernel to finish off the group.
+_KILL_SETTLE_S = 1.0
+
+_READ_CHUNK = 1 << 20
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable called ``name`` must not reach a child process."""
+    if name.upper() in SECRET_NAMES:
+        return True
+    return any(pattern.search(name) for pattern in SECRET_PATTERNS)
+
+
+def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``base`` (default: ``os.environ``) without any secret-looking variable."""
+    source = os.environ if base is None else base
+    return {name: value for name, value in source.items() if not is_secret_name(name)}
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command did.
+
+    ``exit_code`` is None when the harness ended the command (timeout or interrupt); a
+    command killed by a signal nobody in the harness sent reports ``128 + signal number``, as
+    a shell would. ``output`` is stdout and stderr interleaved, cut to its tail.
+    """
+
+    exit_code: int | None
+    timed_out: bool
+    interrupted: bool
+    output: str
+    seconds: float
+    log_path: Path | None
+
+
+def run_command(
+    command: str,
+    *,
+    cwd: Path,
+    timeout_s: float,
+    env: Mapping[str, str] | None = None,
+    should_stop: Callable[[], str | None] | None = None,
+    log_path: Path | None = None,
+    max_output: int = 20_000,
+    poll_s: float = 0.05,
+) -> CommandResult:
+    """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and wait for it, never longer than
+    ``timeout_s``.
+
+    ``should_stop`` is polled while the command runs; when it returns a signal name the
+    command's process group is ended and the result says ``interrupted`` (nothing is raised:
+    the caller decides what the interrupt means). The full output is kept in ``log_path``
+    when one is given; ``output`` holds at most ``max_output`` characters of its tail, after
+    a marker line saying how much was cut (a ``max_output`` shorter than that marker yields
+    the marker alone).
+
+    Whatever happens, including an exception in ``should_stop``, the whole process group is
+    ended and the shell reaped before this returns.
+    """
+    if not cwd.is_dir():
+        raise WorkspaceError(f"cannot run {command!r}: directory {cwd} does not exist")
+    child_env = dict(scrubbed_env() if env is None else env)
+    sink = _open_sink(log_path)
+    with sink:
+        start = time.monotonic()
+        proc = _spawn(command, cwd, child_env, sink)
+        timed_out = interrupted = False
+        try:
+            deadline = start + timeout_s
+            while True:
+                try:
+                    proc.wait(timeout=max(0.0, min(poll_s, deadline - time.monotonic())))
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if time.monotonic() >= deadline:
+                    timed_out = True
+                    break
+                if should_stop is not None and should_stop() is not None:
+                    interrupted = True
+                    break
+        finally:
+            _end_group(proc)
+        seconds = time.monotonic() - start
+        output = _read_tail(sink, max_output, log_path)
+
+    exit_code: int | None = None
+    if not (timed_out or interrupted):
+        code = proc.returncode
+        exit_code = 128 - code if code < 0 else code
+    return CommandResult(
+        exit_code=exit_code,
+        timed_out=timed_out,
+        interrupted=interrupted,
+        output=output,
+        seconds=seconds,
+        log_path=log_path,
+    )
+
+
+def _open_sink(log_path: Path | None) -> IO[bytes]:
+    try:
+        if log_path is None:
+            return tempfile.TemporaryFile(prefix="overnight-cmd-")
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        return open(log_path, "w+b")
+    except OSError as exc:
+        where = "a temporary file" if log_path is None else str(log_path)
+        if exc.errno == errno.ENOSPC:
+            raise DiskFull(f"cannot create {where} for command output: {exc}") from exc
+        raise WorkspaceError(f"cannot create {where} for command output: {exc}") from exc
+
+
+def _spawn(
+    command: str, cwd: Path, env: dict[str, str], sink: IO[bytes]
+) -> subprocess.Popen[bytes]:
+    try:
+        return subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError as exc:
+        raise WorkspaceError(f"cannot start {command!r} in {cwd}: {exc}") from exc
+
+
+def _end_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the command's process group, give it TERM_GRACE_S, SIGKILL what is left, and
+    reap the shell.
+
+    Also runs after a normal exit: a command may have left background jobs running, and
+    those belong to the harness's command, not to the machine.
+    """
+    pgid = proc.pid  # start_new_session made the shell the leader of its own group
+    try:
+        if proc.poll() is None or _group_alive(pgid):
+            _signal_group(pgid, signal.SIGTERM)
+            deadline = time.monotonic() + TERM_GRACE_S
+            while time.monotonic() < deadline:
+                if proc.poll() is not None and not _group_alive(pgid):
+                    break
+                time.sleep(0.02)
+            if proc.poll() is None or _group_alive(pgid):
+                _signal_group(pgid, signal.SIGKILL)
+                settle = time.monotonic() + _KILL_SETTLE_S
+                while time.monotonic() < settle:
+                    if proc.poll() is not None and not _group_alive(pgid):
+                        break
+                    time.sleep(0.01)
+    finally:
+        proc.wait()
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is still running.
+
+    Zombies do not count: the members orphaned by the shell's death are reaped by init (or a
+    subreaper) on its own schedule, which can take a while, and they no longer run anything.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _has_running_member(pgid)
+
+
+def _has_running_member(pgid: int) -> bool:
+    proc_root = Path("/proc")
+    if not (proc_root / "self" / "stat").exists():
+        return True  # no procfs: cannot tell zombies apart, so assume the worst
+    for entry in os.scandir(proc_root):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_bytes()
+        except OSError:
+            continue
+        # The command name (field 2) may contain spaces and parentheses: split after the
+        # last ')'. What follows is: state, ppid, pgrp, ...
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) < 3:
+            continue
+        state, pgrp = fields[0], fields[2]
+        if pgrp == str(pgid).encode() and state not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _read_tail(sink: IO[bytes], max_output: int, log_path: Path | None) -> str:
+    """Decode the whole output file, counting characters but keeping only the tail."""
+    sink.seek(0)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    total = 0
+    tail = ""
+    while True:
+        chunk = sink.read(_READ_CHUNK)
+        text = decoder.decode(chunk, final=not chunk)
+        total += len(text)
+        tail = (tail + text)[-max_output:] if max_output > 0 else ""
+        if not chunk:
+            break
+    if total <= max_output:
+        return tail
+    # The marker's length depends on the count it reports, which depends on how much of the
+    # tail fits next to it: iterate to the fixed point (keep only ever shrinks, so it ends).
+    keep = max_output
+    while True:
+        marker = _cut_marker(total - keep, log_path)
+        new_keep = max(0, max_output - len(marker))
+        if new_keep == keep:
+            break
+        keep = new_keep
+    return marker + (tail[-keep:] if keep else "")
+
+
+def _cut_marker(cut: int, log_path: Path | None) -> str:
+    where = f"; full output in {log_path}" if log_path is not None else ""
+    return f"[overnight: {cut} characters cut from the start of the output{where}]\n"

@@ -1,0 +1,156 @@
+"""The harness's own model calls: plan, replan, drift judge, closing summary.
+
+Each is built from the goal and the queue only (a fresh context, never an agent's transcript),
+and each structured answer has a schema it is validated against.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from overnight.core.drift import DriftVerdict
+from overnight.core.tasks import Task
+from overnight.models.structured import answer_tool
+from overnight.models.types import ModelRequest
+
+
+class PlannedTask(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_.:-]+$")
+    title: str
+    brief: str = Field(min_length=1)
+    verify: str = Field(min_length=1)
+    """A read-only shell check: exit 0 done, 1 not done, other partially applied."""
+    value: float = 0.0
+    mechanical: bool = False
+
+
+class PlanAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reasoning: str
+    tasks: list[PlannedTask] = Field(min_length=1)
+
+
+class ReplanAnswer(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    reasoning: str
+    add: list[PlannedTask]
+
+
+PLAN_TOOL = answer_tool("submit_plan", "Hand in the task queue.", PlanAnswer)
+REPLAN_TOOL = answer_tool("submit_replan", "Hand in the tasks to add (may be empty).", ReplanAnswer)
+DRIFT_TOOL = answer_tool("submit_drift_verdict", "Hand in the drift verdict.", DriftVerdict)
+
+DRIFT_SYSTEM = (
+    "You audit an unattended run. You are shown the goal it was given and the tasks it now "
+    "intends to do. For each task, ask whether finishing it would measurably move the goal "
+    "forward; useful-looking work that does not is off-goal. You do not see the reasons the "
+    "tasks were created and must not assume they were good. Write your reasoning first, then "
+    "list the off-goal task ids, then a score from 0.0 (every task serves the goal) to 1.0 "
+    "(none does)."
+)
+
+PLAN_SYSTEM = (
+    "You plan an unattended night of work toward one goal. Break the goal into small tasks, "
+    "each with a brief an engineer could act on and a verify command: a read-only, idempotent "
+    "shell check that exits 0 when the task is done, 1 when nothing was done, and any other "
+    "code when the work is half applied. Most valuable tasks get the highest value."
+)
+
+REPLAN_SYSTEM = (
+    "You revise the queue of an unattended run after its goal check failed. Add tasks only if "
+    "they are needed to reach the goal and are not already done, parked or queued. Adding "
+    "nothing is a valid answer. Each task needs a brief and a verify command (exit 0 done, "
+    "1 not done, other partially applied)."
+)
+
+SUMMARY_SYSTEM = (
+    "You write the closing note of an unattended run for the engineer who reads it in the "
+    "morning. Use only the facts given. Say what was completed and verified, what was left and "
+    "why, and what a person should look at first. At most 200 words, plain text, no tools."
+)
+
+
+def _task_line(t: Task) -> dict[str, Any]:
+    body = t.command if t.command is not None else t.brief
+    return {"id": t.id, "title": t.title, "work": body, "verify": t.verify}
+
+
+def drift_request(model: str, max_tokens: int, goal_text: str, queue: list[Task]) -> ModelRequest:
+    queue_json = json.dumps([_task_line(t) for t in queue], indent=1)
+    return ModelRequest(
+        model=model,
+        purpose="drift",
+        system=DRIFT_SYSTEM,
+        messages=[
+            {
+                "role": "user",
+                "content": (
+                    f"<original_goal>{goal_text}</original_goal>\n<queue>{queue_json}</queue>"
+                ),
+            }
+        ],
+        tools=[DRIFT_TOOL],
+        max_tokens=max_tokens,
+    )
+
+
+def plan_request(model: str, max_tokens: int, goal_text: str) -> ModelRequest:
+    return ModelRequest(
+        model=model,
+        purpose="plan",
+        system=PLAN_SYSTEM,
+        messages=[{"role": "user", "content": f"<goal>{goal_text}</goal>"}],
+        tools=[PLAN_TOOL],
+        max_tokens=max_tokens,
+    )
+
+
+def replan_request(
+    model: str, max_tokens: int, goal_text: str, facts: dict[str, Any]
+) -> ModelRequest:
+    return ModelRequest(
+        model=model,
+        purpose="replan",
+        system=REPLAN_SYSTEM,
+        messages=[
+            {
+                "role": "user",
+                "content": (
+                    f"<goal>{goal_text}</goal>\n<state>{json.dumps(facts, indent=1)}</state>"
+                ),
+            }
+        ],
+        tools=[REPLAN_TOOL],
+        max_tokens=max_tokens,
+    )
+
+
+def summary_request(model: str, max_tokens: int, facts: dict[str, Any]) -> ModelRequest:
+    return ModelRequest(
+        model=model,
+        purpose="summarize",
+        system=SUMMARY_SYSTEM,
+        messages=[{"role": "user", "content": json.dumps(facts, indent=1)}],
+        tools=[],
+        max_tokens=max_tokens,
+    )
+
+
+def planned_to_task(p: PlannedTask, origin: str, retries: int) -> Task:
+    return Task(
+        id=p.id,
+        title=p.title,
+        brief=p.brief,
+        verify=p.verify,
+        value=p.value,
+        mechanical=p.mechanical,
+        retries=retries,
+        origin="plan" if origin == "plan" else "replan",
+    )

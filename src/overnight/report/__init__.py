@@ -1,0 +1,1 @@
+"""What a run hands back: the terminal result (``result.json``) and its renderings."""

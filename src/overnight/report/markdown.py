@@ -1,0 +1,112 @@
+"""The terminal result as Markdown, for a person reading it in the morning."""
+
+from __future__ import annotations
+
+from overnight.report.result import BudgetBlock, TerminalResult
+
+
+def _budget_row(name: str, b: BudgetBlock, unit: str) -> str:
+    def fmt(v: float | None) -> str:
+        if v is None:
+            return "-"
+        return f"${v:,.2f}" if unit == "$" else f"{v:,.0f}{unit}"
+
+    share = f"{100 * b.used / b.limit:.0f}%" if b.limit else "-"
+    refused = f" (a call that would reach {fmt(b.refused_at)} was refused)" if b.refused_at else ""
+    return (
+        f"| {name} | {fmt(b.used)} | {fmt(b.limit)} | {share} | {fmt(b.stop_at)} "
+        f"| {fmt(b.enforced_at)} |{refused}"
+    )
+
+
+def render_markdown(r: TerminalResult) -> str:
+    out: list[str] = []
+    out.append(f"# overnight run {r.run_id}")
+    out.append("")
+    out.append(
+        f"**{r.stop_reason}** ({r.status}, exit {r.exit_code}, "
+        f"{'resumable' if r.resumable else 'not resumable'}): {r.message}."
+    )
+    out.append("")
+    out.append(f"Goal: {r.goal.text}")
+    out.append("")
+    out.append("## Summary")
+    out.append("")
+    source = "written by the model" if r.wrapup.source == "model" else "rendered from state"
+    out.append(f"_{source}_")
+    out.append("")
+    out.append(r.partial_output)
+    out.append("")
+    out.append("## Budgets (at the stop decision)")
+    out.append("")
+    out.append("| budget | used | limit | share | stop at | enforced at |")
+    out.append("|---|---|---|---|---|---|")
+    out.append(_budget_row("money", r.budgets.cost_usd, "$"))
+    out.append(_budget_row("tokens", r.budgets.tokens, ""))
+    out.append(_budget_row("steps", r.budgets.steps, ""))
+    out.append(_budget_row("seconds", r.budgets.seconds, "s"))
+    out.append("")
+    per_task = f"${r.spend.cost_per_verified_task:.2f}" if r.spend.cost_per_verified_task else "n/a"
+    out.append(
+        f"Spent ${r.spend.total_usd:.4f} in {r.spend.model_calls} model call(s), wrap-up "
+        f"${r.wrapup.cost_usd:.4f} included; per verified task: {per_task}."
+    )
+    out.append("")
+    out.append(f"## Verified tasks ({len(r.verified)})")
+    out.append("")
+    for v in r.verified:
+        commit = (v.commit or "-")[:12]
+        out.append(
+            f"- `{v.id}` {v.title} - commit `{commit}`, {v.attempts} attempt(s), via {v.via}"
+        )
+    if not r.verified:
+        out.append("- none")
+    out.append("")
+    out.append(f"## Parked tasks ({len(r.plan.parked)})")
+    out.append("")
+    for p in r.plan.parked:
+        patch = f" (patch: `{p.patch}`)" if p.patch else ""
+        out.append(f"- `{p.id}` {p.title}: {p.reason}{patch}")
+        if p.detail:
+            out.append(f"  - verifier said: {p.detail.strip().splitlines()[-1][:200]}")
+    if not r.plan.parked:
+        out.append("- none")
+    out.append("")
+    if r.plan.in_progress:
+        out.append(f"In flight when the run stopped (resume verifies it): `{r.plan.in_progress}`")
+        out.append("")
+    out.append(f"Not started: {', '.join(r.plan.remaining) or 'none'}")
+    out.append("")
+    if r.plan.pruned:
+        out.append("## Pruned for drift")
+        out.append("")
+        for pr in r.plan.pruned:
+            out.append(f"- `{pr.id}` {pr.title} (score {pr.drift_score:.2f})")
+        out.append("")
+    out.append("## Drift history")
+    out.append("")
+    for d in r.drift:
+        out.append(f"- after {d.at_task_count} task(s): {d.score:.2f} ({d.action})")
+    if not r.drift:
+        out.append("- no drift check ran")
+    out.append("")
+    out.append("## Work")
+    out.append("")
+    out.append(
+        f"Branch `{r.branch.name}` from `{r.branch.base_commit[:12]}`, "
+        f"worktree `{r.branch.worktree}`."
+    )
+    if r.branch.diff_stat:
+        out.append("")
+        out.append("```")
+        out.append(r.branch.diff_stat.rstrip())
+        out.append("```")
+    out.append("")
+    if r.predicate:
+        state = "passed" if r.predicate.met else f"not passed (exit {r.predicate.exit_code})"
+        out.append(f"Goal predicate `{r.predicate.command}`: {state}.")
+        out.append("")
+    out.append(
+        f"Trace: `{r.trace_ref}`. Started {r.started_at}, ended {r.ended_at}, resumes: {r.resumes}."
+    )
+    return "\n".join(out) + "\n"

@@ -1,0 +1,258 @@
+"""Starting and resuming runs: the run directory, the worktree, the lock, the signals."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from overnight import workspace as ws
+from overnight.clock import Clock, SystemClock
+from overnight.core.endings import Ending, Stop
+from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
+from overnight.core.goal import Goal
+from overnight.core.state import RunState
+from overnight.finish import finish
+from overnight.harness import Night, Signals
+from overnight.report.result import TerminalResult
+from overnight.spec import Spec, _with_import_path
+from overnight.store.checkpoint import load_checkpoint
+from overnight.store.rundir import RunDir, RunLock, read_json, write_json_atomic
+
+
+def default_runs_root() -> Path:
+    home = os.environ.get("OVERNIGHT_HOME")
+    return (Path(home) if home else Path.home() / ".overnight") / "runs"
+
+
+def new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
+
+
+@contextmanager
+def drained_on_signals(signals: Signals) -> Iterator[None]:
+    """SIGTERM and SIGINT set a flag: no new task starts, the run ends TIME_LIMIT:<signal>."""
+
+    def handler(signum: int, _frame: object) -> None:
+        signals.request(signal.Signals(signum).name.lower())
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str) -> RunDir:
+    """Create the run directory complete or not at all: built beside, then renamed."""
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise ConfigError(
+            "--run-dir",
+            f"{path} already exists and is not empty",
+            "choose a new directory, or continue that run with `overnight resume`",
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.parent / f".{path.name}.creating-{os.getpid()}"
+    staging.mkdir()
+    try:
+        manifest = {
+            "kind": "overnight-run",
+            "run_id": run_id,
+            "goal_sha256": goal.sha256,
+            "branch": branch,
+            "workspace": str(spec.workspace_path()),
+            "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        write_json_atomic(staging / "spec.json", spec.model_dump(mode="json"))
+        write_json_atomic(staging / "run.json", manifest)
+        if path.exists():
+            path.rmdir()
+        os.replace(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return RunDir(path)
+
+
+def _fresh_state(spec: Spec, run_dir: RunDir, run_id: str, goal: Goal, branch: str) -> RunState:
+    base = ws.create_worktree(spec.workspace_path(), run_dir.worktree, branch)
+    return RunState(
+        run_id=run_id,
+        goal_text=goal.text,
+        goal_sha=goal.sha256,
+        branch=branch,
+        base_commit=base,
+        queue=spec.seed_tasks(),
+    )
+
+
+def _drive(night: Night) -> TerminalResult:
+    try:
+        stop = night.drive()
+        return finish(night, stop)
+    finally:
+        night.close()
+
+
+def start_run(
+    spec: Spec,
+    run_dir: Path | None = None,
+    *,
+    clock: Clock | None = None,
+    signals: Signals | None = None,
+    on_created: Callable[[RunDir], None] | None = None,
+    listener: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[RunDir, TerminalResult]:
+    """Start a night. The spec must already have passed ``check_spec``."""
+    clock = clock or SystemClock()
+    signals = signals or Signals()
+    run_id = new_run_id()
+    goal = Goal(spec.goal)
+    branch = f"overnight/{run_id}"
+    rd = _create_run_dir(run_dir or default_runs_root() / run_id, spec, run_id, goal, branch)
+    if on_created is not None:
+        on_created(rd)
+    lock = RunLock(rd)
+    lock.acquire()
+    try:
+        rd.write_disk_reserve()
+        state = _fresh_state(spec, rd, run_id, goal, branch)
+        night = Night(spec, rd, state, goal, goal.sha256, clock, signals, clock.now_iso())
+        night.trace.listener = listener
+        night.checkpoint()
+        return rd, _drive(night)
+    finally:
+        lock.release()
+
+
+BUDGET_RAISES = ("usd", "hours", "steps", "tokens")
+
+
+def resume_run(
+    path: Path,
+    raises: dict[str, float] | None = None,
+    *,
+    clock: Clock | None = None,
+    signals: Signals | None = None,
+    listener: Callable[[dict[str, Any]], None] | None = None,
+) -> tuple[RunDir, TerminalResult]:
+    """Continue a run after a crash, a kill or a stop, optionally with raised budgets."""
+    clock = clock or SystemClock()
+    signals = signals or Signals()
+    rd = RunDir(path)
+    if not rd.is_run():
+        raise ConfigError("RUN_DIR", f"{path} is not an overnight run directory", "pass a RUN_DIR")
+    lock = RunLock(rd)
+    lock.acquire()
+    try:
+        spec = _load_run_spec(rd, raises or {})
+        _with_import_path(spec)
+        manifest: dict[str, Any] = read_json(rd.manifest)
+        run_id, branch = str(manifest["run_id"]), str(manifest["branch"])
+        goal = Goal(spec.goal)
+        try:
+            state = _load_state(rd)
+        except CheckpointCorrupt as exc:
+            return rd, _refuse(spec, rd, run_id, goal, branch, clock, signals, exc.cause, str(exc))
+        if state is None:
+            state = _fresh_state(spec, rd, run_id, goal, branch)
+        if state.stopped_reason is not None:
+            _reopen(rd, state)
+        state.resumes += 1
+        night = Night(
+            spec,
+            rd,
+            state,
+            Goal(state.goal_text),
+            str(manifest["goal_sha256"]),
+            clock,
+            signals,
+            clock.now_iso(),
+        )
+        try:
+            night.goal.assert_intact(goal.sha256)
+        except GoalMutated as exc:
+            night.fatal = Stop(Ending.UNRECOVERABLE_ERROR, exc.cause, str(exc))
+        night.trace.listener = listener
+        if not rd.disk_reserve.exists():
+            rd.write_disk_reserve()
+        night.trace.event("decision", decision="resumed", raises=raises or {})
+        return rd, _drive(night)
+    finally:
+        lock.release()
+
+
+def _load_run_spec(rd: RunDir, raises: dict[str, float]) -> Spec:
+    data: dict[str, Any] = read_json(rd.spec)
+    if raises:
+        budget = dict(data["budget"])
+        for key, value in raises.items():
+            if key not in BUDGET_RAISES:
+                raise ConfigError(f"--{key}", "not a budget", f"one of {BUDGET_RAISES}")
+            budget[key] = value
+        data["budget"] = budget
+    try:
+        spec = Spec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError("budget", str(exc.errors()[0]["msg"]), "pass positive values") from None
+    if raises:
+        write_json_atomic(rd.spec, spec.model_dump(mode="json"))
+    return spec
+
+
+def _load_state(rd: RunDir) -> RunState | None:
+    body = load_checkpoint(rd.checkpoint)
+    if body is None:
+        return None
+    try:
+        return RunState.model_validate(body)
+    except ValidationError as exc:
+        raise CheckpointCorrupt(f"checkpoint body does not fit the run state: {exc}") from exc
+
+
+def _reopen(rd: RunDir, state: RunState) -> None:
+    """Resume a run that ended: only if its ending says resumable."""
+    prior: dict[str, Any] = read_json(rd.result) if rd.result.exists() else {}
+    if prior and not prior.get("resumable", False):
+        raise ConfigError(
+            "RUN_DIR",
+            f"this run ended {prior.get('stop_reason')}, which is not resumable "
+            "(the same inputs would end the same way)",
+            "read its report, change the spec, and start a new run",
+        )
+    if rd.result.exists():
+        rd.history.mkdir(exist_ok=True)
+        n = len(list(rd.history.glob("result-*.json"))) + 1
+        os.replace(rd.result, rd.history / f"result-{n}.json")
+    state.stopped_reason = None
+
+
+def _refuse(
+    spec: Spec,
+    rd: RunDir,
+    run_id: str,
+    goal: Goal,
+    branch: str,
+    clock: Clock,
+    signals: Signals,
+    cause: str,
+    detail: str,
+) -> TerminalResult:
+    """A checkpoint that cannot be trusted: end UNRECOVERABLE_ERROR, touch nothing else."""
+    placeholder = RunState(
+        run_id=run_id, goal_text=goal.text, goal_sha=goal.sha256, branch=branch, base_commit=""
+    )
+    night = Night(spec, rd, placeholder, goal, goal.sha256, clock, signals, clock.now_iso())
+    night.persist = False
+    night.prepared = True
+    night.fatal = Stop(Ending.UNRECOVERABLE_ERROR, cause, detail)
+    return _drive(night)

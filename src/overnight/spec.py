@@ -1,0 +1,296 @@
+"""The night's spec (``night.toml``): validated completely before anything is written.
+
+Every field has a docstring; every validation failure becomes a ``ConfigError`` naming the
+field and the fix, and the CLI exits 64.
+"""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from overnight.core.budget import BudgetFractions, Price, PriceTable
+from overnight.core.errors import ConfigError
+from overnight.core.tasks import Task
+from overnight.models.prices import builtin_table
+
+PROVIDERS = ("python",)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+
+class BudgetSpec(_Strict):
+    usd: float = Field(ge=0)
+    """Hard cap in dollars. Never crossed: every model call's worst case is reserved first."""
+    hours: float = Field(default=8.0, gt=0)
+    """Wall-clock limit in hours, waits and tools included. Time while no process runs
+    (between a crash and its resume) does not count."""
+    steps: int | None = Field(default=None, gt=0)
+    """Optional limit on task executions (each attempt, retries included)."""
+    tokens: int | None = Field(default=None, gt=0)
+    """Optional limit on tokens billed (input, cache reads and writes, output)."""
+    notice_at: float = Field(default=0.70, gt=0, le=1)
+    """From this share of the money cap, agent calls get a budget notice at the end of their
+    messages."""
+    finish_at: float = Field(default=0.90, gt=0, le=1)
+    """From this share of the money cap, no new task starts; the one in flight finishes."""
+    enforce_at: float = Field(default=0.92, gt=0, le=1)
+    """Enforcement line for every budget; the rest is the wrap-up reserve for the summary."""
+
+    def fractions(self) -> BudgetFractions:
+        return BudgetFractions(self.notice_at, self.finish_at, self.enforce_at)
+
+
+class PredicateSpec(_Strict):
+    command: str = Field(min_length=1)
+    """Shell command run by the harness in the run's worktree; exit 0 means the goal is met."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds before the predicate is killed and counted as not met."""
+
+
+class ModelSpec(_Strict):
+    provider: str = "python"
+    """Where calls go. In this version: ``python`` (a callable named by ``target``)."""
+    target: str | None = None
+    """For ``python``: ``module:attr`` of a callable taking a request and returning a response."""
+    name: str = Field(min_length=1)
+    """The model name the ledger prices (see ``[prices.<name>]``)."""
+    max_tokens: int = Field(default=4096, gt=0)
+    """``max_tokens`` of the harness's own calls (plan, drift, replan)."""
+    summary_max_tokens: int = Field(default=1024, gt=0)
+    """``max_tokens`` of the closing summary, paid from the wrap-up reserve."""
+
+
+class ExecutorSpec(_Strict):
+    target: str
+    """``module:attr`` of an object with ``execute(task, context)`` that carries out agent tasks."""
+
+
+class PriceSpec(_Strict):
+    input: float = Field(ge=0)
+    """$ per million uncached input tokens."""
+    output: float = Field(ge=0)
+    """$ per million output tokens (thinking included)."""
+    cache_read: float | None = Field(default=None, ge=0)
+    """$ per million cache-read tokens; default 0.1 x input."""
+    cache_write_5m: float | None = Field(default=None, ge=0)
+    """$ per million 5-minute cache-write tokens; default 1.25 x input."""
+    cache_write_1h: float | None = Field(default=None, ge=0)
+    """$ per million 1-hour cache-write tokens; default 2 x input."""
+
+    def price(self) -> Price:
+        base = Price.from_input_output(self.input, self.output)
+        return Price(
+            self.input,
+            self.output,
+            base.cache_read if self.cache_read is None else self.cache_read,
+            base.cache_write_5m if self.cache_write_5m is None else self.cache_write_5m,
+            base.cache_write_1h if self.cache_write_1h is None else self.cache_write_1h,
+        )
+
+
+class RunSpec(_Strict):
+    drift_every: int = Field(default=5, gt=0)
+    """Tasks between drift checks."""
+    no_progress_after: int = Field(default=5, gt=0)
+    """Consecutive tasks that verify nothing before the run ends NO_PROGRESS."""
+    retries: int = Field(default=2, ge=0, le=20)
+    """Re-executions of a task whose verify says not done, before it is parked."""
+    replan: bool = True
+    """After an unmet predicate with tasks left, ask the model whether to add tasks."""
+
+
+class TaskSpec(_Strict):
+    id: str
+    """Unique task id (letters, digits, ``_ . : -``)."""
+    title: str = ""
+    """A short human title for reports and commit messages."""
+    command: str | None = None
+    """Shell command run in the worktree (a command task)."""
+    brief: str | None = None
+    """Instructions for the executor (an agent task)."""
+    verify: str
+    """Read-only, idempotent shell check: exit 0 done, 1 not done, other partially applied."""
+    value: float = 0.0
+    """Higher runs first."""
+    retries: int | None = Field(default=None, ge=0, le=20)
+    """Overrides ``run.retries`` for this task."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds before the command (and its verify) is killed."""
+
+
+class Spec(_Strict):
+    goal: str = Field(min_length=1)
+    """The goal in plain words. Held by the harness; no tool can reach it."""
+    workspace: str = "."
+    """A git repository (relative to the spec file). The run works on its own branch."""
+    budget: BudgetSpec
+    predicate: PredicateSpec
+    model: ModelSpec | None = None
+    executor: ExecutorSpec | None = None
+    prices: dict[str, PriceSpec] = Field(default_factory=dict)
+    run: RunSpec = Field(default_factory=RunSpec)
+    tasks: list[TaskSpec] = Field(default_factory=list)
+
+    # Filled by ``load_spec``; not part of the file.
+    base_dir: str = ""
+    """Directory of the spec file (set when loaded)."""
+
+    @model_validator(mode="after")
+    def _bands(self) -> Spec:
+        self.budget.fractions()  # raises ConfigError on inconsistent bands
+        return self
+
+    def workspace_path(self) -> Path:
+        return (Path(self.base_dir) / self.workspace).resolve()
+
+    def price_table(self) -> PriceTable:
+        return builtin_table().with_overrides({k: v.price() for k, v in self.prices.items()})
+
+    def seed_tasks(self) -> list[Task]:
+        default_retries = self.run.retries
+        return [
+            Task(
+                id=t.id,
+                title=t.title,
+                command=t.command,
+                brief=t.brief,
+                verify=t.verify,
+                value=t.value,
+                retries=default_retries if t.retries is None else t.retries,
+                timeout_s=t.timeout_s,
+                origin="spec",
+            )
+            for t in self.tasks
+        ]
+
+
+FIXES: dict[str, str] = {
+    "goal": 'add goal = "what the night should achieve" at the top of the spec',
+    "budget": "add a [budget] table with usd = ... (and hours = ...)",
+    "budget.usd": "set usd to the hard cap in dollars, e.g. usd = 28.0",
+    "budget.hours": "set hours to a positive number, e.g. hours = 8",
+    "predicate": 'add [predicate] with command = "..." (exit 0 means the goal is met)',
+    "predicate.command": 'e.g. command = "pytest -q"',
+    "model.name": 'name the model to price, e.g. name = "claude-opus-5"',
+    "tasks": "each [[tasks]] entry needs id, verify, and one of command or brief",
+}
+
+
+def _field_of(loc: tuple[int | str, ...]) -> str:
+    parts: list[str] = []
+    for p in loc:
+        if isinstance(p, int):
+            parts[-1] = f"{parts[-1]}[{p}]" if parts else f"[{p}]"
+        else:
+            parts.append(p)
+    return ".".join(parts) or "(spec)"
+
+
+def _fix_for(field: str) -> str:
+    key = field
+    while key:
+        plain = key.split("[")[0]
+        if key in FIXES:
+            return FIXES[key]
+        if plain in FIXES:
+            return FIXES[plain]
+        key = key.rpartition(".")[0]
+    return "see the spec reference in the README"
+
+
+def parse_spec(data: dict[str, Any], base_dir: Path) -> Spec:
+    """Validate a spec mapping. The first problem becomes a ``ConfigError``."""
+    try:
+        spec = Spec.model_validate({**data, "base_dir": str(base_dir)})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = _field_of(tuple(err["loc"]))
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unknown field (a typo?)"
+        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
+        raise ConfigError(field, message + more, _fix_for(field)) from None
+    except ConfigError:
+        raise
+    except ValueError as exc:
+        raise ConfigError("(spec)", str(exc)) from None
+    return spec
+
+
+def load_spec(path: Path) -> Spec:
+    """Read, parse and check a spec file. Checks that need the machine (the workspace, the
+    model target, prices) are done by ``check_spec``."""
+    if not path.exists():
+        raise ConfigError("spec", f"{path} does not exist", "pass the path of your night.toml")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError("spec", f"cannot read {path}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError("spec", f"{path} is not valid TOML: {exc}") from None
+    return parse_spec(data, path.resolve().parent)
+
+
+ModelNeed = Literal["none", "required"]
+
+
+def check_spec(spec: Spec) -> None:
+    """Everything that can be known before a run starts, and fails it if wrong."""
+    from overnight.workspace import check_repository
+
+    check_repository(spec.workspace_path())
+    ids = [t.id for t in spec.tasks]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ConfigError("tasks", f"duplicate task ids {dupes}", "give every task its own id")
+    needs_model = not spec.tasks
+    if needs_model and spec.model is None:
+        raise ConfigError(
+            "model",
+            "there are no [[tasks]], so a model must plan the queue, and no [model] is set",
+            "add [[tasks]] entries, or a [model] table",
+        )
+    needs_executor = not spec.tasks or any(t.brief is not None for t in spec.tasks)
+    if needs_executor and spec.executor is None:
+        raise ConfigError(
+            "executor",
+            "agent tasks (a brief, or tasks planned by the model) need an executor",
+            'add [executor] target = "module:attr", or give every task a command',
+        )
+    if spec.budget.usd == 0 and spec.model is not None:
+        raise ConfigError("budget.usd", "a run with a model needs money", FIXES["budget.usd"])
+    if spec.model is not None:
+        if spec.model.provider not in PROVIDERS:
+            raise ConfigError(
+                "model.provider",
+                f"unknown provider {spec.model.provider!r}",
+                f"use one of {', '.join(PROVIDERS)}",
+            )
+        spec.price_table().price(spec.model.name)
+        if spec.model.target is None:
+            raise ConfigError("model.target", "the python provider needs a target", "module:attr")
+    _with_import_path(spec)
+    if spec.model is not None and spec.model.target is not None:
+        from overnight.models.seam import python_model
+
+        python_model(spec.model.target)
+    if spec.executor is not None:
+        from overnight.executor import load_executor
+
+        load_executor(spec.executor.target)
+
+
+def _with_import_path(spec: Spec) -> None:
+    """User targets (``module:attr``) resolve from the spec's directory and the workspace."""
+    for extra in (spec.base_dir, str(spec.workspace_path())):
+        if extra and extra not in sys.path:
+            sys.path.insert(0, extra)

@@ -1,0 +1,83 @@
+"""``overnight status``: where a run stands, read from its files without disturbing it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from overnight.core.errors import ConfigError, OvernightError
+from overnight.models.gateway import spend_totals
+from overnight.store.checkpoint import load_checkpoint
+from overnight.store.journal import read_journal
+from overnight.store.rundir import RunDir, holder_pid, is_locked, read_json
+
+
+def read_status(path: Path) -> dict[str, Any]:
+    rd = RunDir(path)
+    if not rd.is_run():
+        raise ConfigError("RUN_DIR", f"{path} is not an overnight run directory", "pass a RUN_DIR")
+    manifest = read_json(rd.manifest)
+    spec = read_json(rd.spec)
+    out: dict[str, Any] = {"run_id": manifest["run_id"], "run_dir": str(path)}
+    running = is_locked(rd)
+    result = read_json(rd.result) if rd.result.exists() else None
+    if running:
+        out["state"] = "running"
+        out["pid"] = holder_pid(rd)
+    elif result is not None:
+        out["state"] = "finished"
+        out["stop_reason"] = result["stop_reason"]
+        out["exit_code"] = result["exit_code"]
+        out["resumable"] = result["resumable"]
+    else:
+        out["state"] = "interrupted (no process, no result): resume it"
+    try:
+        totals = spend_totals(read_journal(rd.spend))
+        out["spent_usd"] = round(totals.usd + totals.dangling_usd, 6)
+    except OvernightError as exc:
+        out["spent_usd"] = None
+        out["spend_error"] = str(exc)
+    out["cap_usd"] = spec["budget"]["usd"]
+    out["hours"] = spec["budget"]["hours"]
+    try:
+        body = load_checkpoint(rd.checkpoint)
+    except OvernightError as exc:
+        out["checkpoint_error"] = str(exc)
+        body = None
+    if body is not None:
+        out["tasks"] = {
+            "done": [c["task"]["id"] for c in body["completed"]],
+            "parked": [p["task"]["id"] for p in body["parked"]],
+            "remaining": [t["id"] for t in body["queue"]],
+            "pruned": [p["task"]["id"] for p in body["pruned"]],
+            "in_progress": body["in_progress"]["task"]["id"] if body["in_progress"] else None,
+        }
+        out["seconds_used"] = round(body["seconds_used"], 1)
+        out["drift_score"] = body["drift_score"]
+        out["goal_met"] = body["goal_met"]
+    return out
+
+
+def render_status(s: dict[str, Any]) -> str:
+    lines = [f"run {s['run_id']}: {s['state']}" + (f" (pid {s['pid']})" if s.get("pid") else "")]
+    if "stop_reason" in s:
+        lines.append(
+            f"ended: {s['stop_reason']} (exit {s['exit_code']}, "
+            f"{'resumable' if s['resumable'] else 'not resumable'})"
+        )
+    if s.get("spent_usd") is not None:
+        share = 100 * s["spent_usd"] / s["cap_usd"] if s["cap_usd"] else 0.0
+        lines.append(f"spent: ${s['spent_usd']:.4f} of ${s['cap_usd']:.2f} ({share:.0f}%)")
+    if "tasks" in s:
+        t = s["tasks"]
+        lines.append(
+            f"tasks: {len(t['done'])} done, {len(t['parked'])} parked, "
+            f"{len(t['remaining'])} remaining, {len(t['pruned'])} pruned"
+        )
+        if t["in_progress"]:
+            lines.append(f"in flight: {t['in_progress']}")
+        lines.append(f"drift: {s['drift_score']:.2f}   goal met: {s['goal_met']}")
+        lines.append(f"elapsed: {s['seconds_used']:.0f}s of {s['hours'] * 3600:.0f}s")
+    if "checkpoint_error" in s:
+        lines.append(f"checkpoint: {s['checkpoint_error']}")
+    return "\n".join(lines)

@@ -1,0 +1,153 @@
+"""The checkpoint: one JSON file that a resumed run starts from.
+
+Writing. The new checkpoint is written in full to a temporary file in the same directory,
+flushed and fsynced, and only then renamed over the real name. ``os.replace`` within one
+file system is atomic: the real name points either at the old complete file or at the new
+complete file, never at a half-written one. A kill -9 (or a power cut, once the data and the
+directory entry are fsynced) in the middle of a save therefore leaves at worst a stray
+temporary file, while the checkpoint under its real name stays whole. The temporary file has
+to live in the same directory because a rename across file systems is a copy, which is not
+atomic. The directory is fsynced after the rename so that the rename itself survives a crash.
+
+Reading. The body is stored as a string next to the SHA-256 of its UTF-8 bytes. The
+checksum catches what happens to the bytes after they were committed: a disk or copy that
+flips or drops bytes, a file truncated by hand or by a tool, an editor that saved half of
+it. It cannot catch a body that was already wrong when it was serialized: a bug that saves
+an empty queue saves it with a perfectly valid checksum. Checking that the content makes
+sense is the job of whoever reads the body, not of this frame.
+
+Every way the file itself can be wrong is reported as ``CheckpointCorrupt`` with a detail
+naming the check that failed; a missing file is not an error (there is nothing to resume).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from overnight.core.errors import CheckpointCorrupt, DiskFull
+
+SCHEMA_VERSION: int = 1
+
+#: The ``kind`` field of every checkpoint frame.
+KIND = "overnight-checkpoint"
+
+_FRAME_KEYS = ("kind", "schema_version", "sha256", "body")
+
+
+def _digest(text: str) -> str:
+    # surrogatepass: a frame read from disk may carry an escaped lone surrogate; it must then
+    # fail the checksum comparison rather than raise UnicodeEncodeError.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def save_checkpoint(path: Path, body: dict[str, Any]) -> None:
+    """Write ``body`` to ``path`` atomically and durably.
+
+    Raises ``DiskFull`` when the file system has no space left; any other failure propagates
+    unchanged. In every case no temporary file is left behind and ``path`` still holds the
+    previous checkpoint (or nothing) unless the rename completed.
+    """
+    text = json.dumps(body, sort_keys=True, ensure_ascii=False)
+    frame = {
+        "kind": KIND,
+        "schema_version": SCHEMA_VERSION,
+        "sha256": _digest(text),
+        "body": text,
+    }
+    data = json.dumps(frame, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    directory = path.parent
+    try:
+        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        _raise_translated(exc, path)
+        raise
+    try:
+        with open(fd, "wb") as tmp:
+            tmp.write(data)
+            tmp.flush()
+            os.fsync(tmp.fileno())
+        os.replace(tmp_name, path)
+        _fsync_directory(directory)
+    except BaseException as exc:
+        # After a successful replace the temporary name no longer exists; nothing to remove.
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        if isinstance(exc, OSError):
+            _raise_translated(exc, path)
+        raise
+
+
+def _fsync_directory(directory: Path) -> None:
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def _raise_translated(exc: OSError, path: Path) -> None:
+    if exc.errno == errno.ENOSPC:
+        raise DiskFull(f"cannot write checkpoint {path}: no space left on device") from exc
+
+
+def load_checkpoint(path: Path) -> dict[str, Any] | None:
+    """Read and verify the checkpoint at ``path``; ``None`` if there is none.
+
+    Raises ``CheckpointCorrupt`` when the file is unreadable or not a checkpoint frame, when
+    the body fails its checksum, when the frame has another kind or schema version, or when
+    the body is not a JSON object.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise CheckpointCorrupt(f"checkpoint unreadable: {exc}") from exc
+    try:
+        frame = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        # ValueError covers both JSONDecodeError and UnicodeDecodeError.
+        raise CheckpointCorrupt(f"checkpoint unreadable: {exc}") from exc
+    if not isinstance(frame, dict):
+        raise CheckpointCorrupt(
+            f"checkpoint unreadable: expected a frame object, found {type(frame).__name__}"
+        )
+    missing = [key for key in _FRAME_KEYS if key not in frame]
+    if missing:
+        raise CheckpointCorrupt(f"checkpoint unreadable: frame lacks {', '.join(missing)}")
+
+    kind, version = frame["kind"], frame["schema_version"]
+    # bool is an int subclass and True == 1; a frame saying ``true`` is not version 1.
+    version_ok = type(version) is int and version == SCHEMA_VERSION
+    if kind != KIND:
+        raise CheckpointCorrupt(
+            f"checkpoint kind {kind!r} is not {KIND!r}: "
+            f"checkpoint schema version {version!r}, this overnight reads {SCHEMA_VERSION}"
+        )
+    if not version_ok:
+        raise CheckpointCorrupt(
+            f"checkpoint schema version {version!r}, this overnight reads {SCHEMA_VERSION}"
+        )
+
+    text, checksum = frame["body"], frame["sha256"]
+    if not isinstance(text, str) or not isinstance(checksum, str):
+        raise CheckpointCorrupt("checkpoint unreadable: body and sha256 must be strings")
+    if _digest(text) != checksum:
+        raise CheckpointCorrupt("checkpoint checksum mismatch")
+
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise CheckpointCorrupt(f"checkpoint body is not JSON: {exc}") from exc
+    if not isinstance(body, dict):
+        raise CheckpointCorrupt(
+            f"checkpoint body is not a JSON object, found {type(body).__name__}"
+        )
+    return body

@@ -1,0 +1,178 @@
+"""Append-only JSON-lines files: the money journal and the run trace.
+
+Each record is one line of canonical JSON ending in a newline, written with a single write
+to a file opened for appending. A process killed in the middle of an append can therefore
+leave at most one damaged line, and only at the end of the file. Readers drop that final
+line when it is incomplete; anywhere else a damaged line means the file was harmed after the
+fact, which is reported as ``CheckpointCorrupt``.
+
+Each record carries ``crc``, the CRC-32 of its canonical JSON without that field, so that a
+line that is damaged yet still parses as JSON is recognised as damaged rather than trusted.
+
+A writer that opens an existing journal first cuts off a damaged final line, exactly the one
+``read_journal`` would ignore: otherwise the next record would be glued onto the fragment
+and the fragment would become an unreadable line in the middle of the file.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import zlib
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Self
+
+from overnight.core.errors import CheckpointCorrupt, DiskFull
+
+#: The reserved field holding each record's checksum.
+CRC_FIELD = "crc"
+
+_CHUNK = 64 * 1024
+
+
+def _canonical(record: dict[str, Any]) -> str:
+    return json.dumps(record, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def _crc(record: dict[str, Any]) -> int:
+    return zlib.crc32(_canonical(record).encode("utf-8"))
+
+
+def _encode_line(record: dict[str, Any]) -> bytes:
+    if CRC_FIELD in record:
+        raise ValueError(f"journal records may not carry the reserved field {CRC_FIELD!r}")
+    # One round trip through JSON gives the record exactly as a reader will see it (string
+    # keys, default=str applied), so the checksum is computed over what will be verified.
+    plain: dict[str, Any] = json.loads(_canonical(record))
+    plain[CRC_FIELD] = _crc(plain)
+    return (_canonical(plain) + "\n").encode("utf-8")
+
+
+def _decode_line(line: bytes) -> dict[str, Any] | None:
+    """The record on one line (newline excluded), or ``None`` if the line is damaged."""
+    try:
+        record = json.loads(line.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    crc = record.pop(CRC_FIELD, None)
+    if type(crc) is not int or crc != _crc(record):
+        return None
+    return record
+
+
+class Journal:
+    """An append-only JSON-lines file; the handle stays open between appends."""
+
+    def __init__(self, path: Path, *, durable: bool) -> None:
+        self.path = path
+        self.durable = durable
+        self._file: IO[bytes] | None = None
+
+    def append(self, record: dict[str, Any]) -> None:
+        """Append one record as one line; with ``durable`` it is on disk when this returns.
+
+        Raises ``DiskFull`` when the file system has no space left and ``ValueError`` when
+        the record uses the reserved ``crc`` field.
+        """
+        line = _encode_line(record)
+        try:
+            if self._file is None:
+                _cut_damaged_tail(self.path)
+                # Unbuffered: a failed write leaves no buffered remainder to be flushed later.
+                # Kept open across appends on purpose; close() or the context manager ends it.
+                self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115
+            view = memoryview(line)
+            while view:
+                written = self._file.write(view)
+                view = view[written:]
+            self._file.flush()
+            if self.durable:
+                os.fsync(self._file.fileno())
+        except OSError as exc:
+            # The file may now end in a fragment; reopening on the next append cuts it off.
+            self.close()
+            if exc.errno == errno.ENOSPC:
+                raise DiskFull(f"cannot append to {self.path}: no space left on device") from exc
+            raise
+
+    def close(self) -> None:
+        """Close the handle; a later append opens it again."""
+        if self._file is not None:
+            file, self._file = self._file, None
+            file.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _line_start(file: IO[bytes], end: int) -> int:
+    """The offset just after the last newline before ``end``, or 0 if there is none."""
+    pos = end
+    while pos > 0:
+        step = min(_CHUNK, pos)
+        pos -= step
+        file.seek(pos)
+        found = file.read(step).rfind(b"\n")
+        if found >= 0:
+            return pos + found + 1
+    return 0
+
+
+def _cut_damaged_tail(path: Path) -> None:
+    """Truncate the final line that ``read_journal`` would ignore, if there is one."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return
+    except FileNotFoundError:
+        return
+    with open(path, "r+b") as file:
+        size = file.seek(0, os.SEEK_END)
+        keep = _line_start(file, size)
+        if keep == size and size > 0:
+            # The file ends in a newline: check the last complete line instead.
+            start = _line_start(file, size - 1)
+            file.seek(start)
+            if _decode_line(file.read(size - 1 - start)) is not None:
+                return
+            keep = start
+        if keep < size:
+            file.truncate(keep)
+
+
+def read_journal(path: Path) -> list[dict[str, Any]]:
+    """Every complete record in ``path``, in order; ``[]`` if the file does not exist.
+
+    A damaged final line (no trailing newline, not JSON, or a wrong ``crc``) is what a kill
+    in the middle of an append leaves and is ignored. A damaged line anywhere else raises
+    ``CheckpointCorrupt`` naming the line.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise CheckpointCorrupt(f"journal {path} unreadable: {exc}") from exc
+    # The element after the last newline is b"" for a clean file, else a torn fragment.
+    *lines, tail = data.split(b"\n")
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        record = _decode_line(line)
+        if record is None:
+            if number == len(lines) and not tail:
+                break
+            raise CheckpointCorrupt(f"journal {path} line {number} unreadable")
+        records.append(record)
+    return records

@@ -1,0 +1,143 @@
+"""The run directory: its layout, its lock, and atomic JSON files.
+
+RUN_DIR/run.json         what the run is (write-once): id, goal hash, branch, workspace
+RUN_DIR/spec.json        the validated spec, as the run uses it (budgets may be raised)
+RUN_DIR/checkpoint.json  the framed, checksummed state
+RUN_DIR/spend.jsonl      the money journal (fsync'd before every call)
+RUN_DIR/trace.jsonl      one line per model call, tool call and decision
+RUN_DIR/result.json      the terminal result, once the run has ended
+RUN_DIR/artifacts/       command logs, patches of parked tasks
+RUN_DIR/worktree/        the git worktree on branch overnight/<run-id>
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from overnight.core.errors import ConfigError, DiskFull
+
+#: Freed when a write fails for lack of space, so that result.json can still be written.
+DISK_RESERVE_BYTES = 1 << 20
+
+
+class RunDir:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+        self.manifest = path / "run.json"
+        self.spec = path / "spec.json"
+        self.checkpoint = path / "checkpoint.json"
+        self.spend = path / "spend.jsonl"
+        self.trace = path / "trace.jsonl"
+        self.result = path / "result.json"
+        self.artifacts = path / "artifacts"
+        self.worktree = path / "worktree"
+        self.history = path / "history"
+        self.lockfile = path / "lock"
+        self.disk_reserve = path / ".disk-reserve"
+
+    def is_run(self) -> bool:
+        return self.manifest.exists() and self.spec.exists()
+
+    def write_disk_reserve(self) -> None:
+        with open(self.disk_reserve, "wb") as f:
+            f.write(b"\0" * DISK_RESERVE_BYTES)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def free_disk_reserve(self) -> bool:
+        try:
+            self.disk_reserve.unlink()
+            return True
+        except FileNotFoundError:
+            return False
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Same-directory temp file, fsync, rename, fsync of the directory."""
+    body = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+        dirfd = os.open(path.parent, os.O_DIRECTORY)
+        try:
+            os.fsync(dirfd)
+        finally:
+            os.close(dirfd)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.errno == errno.ENOSPC:
+            raise DiskFull(f"no space left writing {path}") from exc
+        raise
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+class RunLock:
+    """An exclusive lock on a run directory held for the life of the process that drives it.
+
+    The kernel drops it when the process dies, kill -9 included, so a stale lock never blocks
+    a resume.
+    """
+
+    def __init__(self, run_dir: RunDir) -> None:
+        self.run_dir = run_dir
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        fd = os.open(self.run_dir.lockfile, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            pid = holder_pid(self.run_dir)
+            raise ConfigError(
+                "RUN_DIR",
+                f"{self.run_dir.path} is being driven by another process (pid {pid})",
+                "wait for it to end, or stop it with SIGTERM and resume",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def holder_pid(run_dir: RunDir) -> int | None:
+    try:
+        return int(run_dir.lockfile.read_text().strip() or "0") or None
+    except (OSError, ValueError):
+        return None
+
+
+def is_locked(run_dir: RunDir) -> bool:
+    """Is a live process driving this run? (Probes the lock without taking it for long.)"""
+    if not run_dir.lockfile.exists():
+        return False
+    fd = os.open(run_dir.lockfile, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False

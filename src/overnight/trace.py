@@ -1,0 +1,58 @@
+"""The run's trace: one JSON line per model call, tool call and decision.
+
+Secrets never reach it: every string is scrubbed of the values of secret-looking environment
+variables before it is written.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from overnight.process import scrubbed_env
+from overnight.store.journal import Journal
+
+REDACTED = "[redacted]"
+
+
+def secret_values(environ: dict[str, str] | None = None) -> list[str]:
+    env = dict(os.environ if environ is None else environ)
+    kept = scrubbed_env(env)
+    return sorted(
+        (v for k, v in env.items() if k not in kept and len(v) >= 8), key=len, reverse=True
+    )
+
+
+def redact(value: Any, secrets: list[str]) -> Any:
+    if isinstance(value, str):
+        for secret in secrets:
+            if secret in value:
+                value = value.replace(secret, REDACTED)
+        return value
+    if isinstance(value, dict):
+        return {k: redact(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v, secrets) for v in value]
+    return value
+
+
+class Trace:
+    def __init__(self, path: Path, seconds: Callable[[], float], now_iso: Callable[[], str]):
+        self.path = path
+        self._journal = Journal(path, durable=False)
+        self._seconds = seconds
+        self._now = now_iso
+        self._secrets = secret_values()
+        self.listener: Callable[[dict[str, Any]], None] | None = None
+
+    def event(self, kind: str, **fields: Any) -> None:
+        record = {"kind": kind, "t": round(self._seconds(), 3), "at": self._now(), **fields}
+        clean = redact(record, self._secrets)
+        self._journal.append(clean)
+        if self.listener is not None:
+            self.listener(clean)
+
+    def close(self) -> None:
+        self._journal.close()
