@@ -32,6 +32,7 @@ from overnight.report.result import (
 )
 from overnight.store.journal import read_journal
 from overnight.store.rundir import write_json_atomic
+from overnight.trace import redact, secret_values
 
 DEFAULT_MESSAGES: dict[Ending, str] = {
     Ending.GOAL_MET: "the goal predicate passed",
@@ -229,7 +230,7 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
 
 def write_result(night: Night, result: TerminalResult) -> None:
     """Write result.json; on a full disk, free the space reserved at the start and retry."""
-    data = result.model_dump(mode="json")
+    data = redact(result.model_dump(mode="json"), secret_values())
     try:
         write_json_atomic(night.run_dir.result, data)
     except (DiskFull, OSError) as exc:
@@ -243,6 +244,7 @@ def write_result(night: Night, result: TerminalResult) -> None:
 def finish(night: Night, stop: Stop) -> TerminalResult:
     partial, wrapup = write_summary(night, stop)
     result = build_result(night, stop, partial, wrapup)
+    result = TerminalResult.model_validate(redact(result.model_dump(), secret_values()))
     write_result(night, result)
     night.trace.event(
         "decision",

@@ -23,7 +23,7 @@ from overnight.core.state import PredicateRecord, RunState
 from overnight.core.tasks import InFlight, Task, pop_highest
 from overnight.executor import ExecContext, TaskExecutor, load_executor
 from overnight.models.gateway import ModelGateway, spend_totals
-from overnight.models.seam import python_model
+from overnight.models.seam import ModelClient, python_model
 from overnight.models.structured import parse_answer
 from overnight.process import CommandResult, run_command
 from overnight.prompts import (
@@ -77,6 +77,8 @@ class Night:
         clock: Clock,
         signals: Signals,
         started_at: str,
+        model: ModelClient | None = None,
+        executor: TaskExecutor | None = None,
     ) -> None:
         self.spec = spec
         self.run_dir = run_dir
@@ -101,18 +103,20 @@ class Night:
         self.spend_journal = Journal(run_dir.spend, durable=True)
         self.trace = Trace(run_dir.trace, self.seconds_used, clock.now_iso)
         self.gateway: ModelGateway | None = None
-        if spec.model is not None and spec.model.target is not None:
+        if model is None and spec.model is not None and spec.model.target is not None:
+            model = python_model(spec.model.target)
+        if model is not None and spec.model is not None:
             self.gateway = ModelGateway(
-                python_model(spec.model.target),
+                model,
                 self.ledger,
                 self.spend_journal,
                 self.trace,
                 self.seconds_used,
                 self.fractions,
             )
-        self.executor: TaskExecutor | None = (
-            load_executor(spec.executor.target) if spec.executor is not None else None
-        )
+        if executor is None and spec.executor is not None:
+            executor = load_executor(spec.executor.target)
+        self.executor: TaskExecutor | None = executor
         self.fatal: Stop | None = None
         self.prepared = False
         self.persist = True

@@ -20,8 +20,10 @@ from overnight.core.endings import Ending, Stop
 from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
+from overnight.executor import TaskExecutor
 from overnight.finish import finish
 from overnight.harness import Night, Signals
+from overnight.models.seam import ModelClient
 from overnight.report.result import TerminalResult
 from overnight.spec import Spec, _with_import_path
 from overnight.store.checkpoint import load_checkpoint
@@ -111,8 +113,11 @@ def start_run(
     signals: Signals | None = None,
     on_created: Callable[[RunDir], None] | None = None,
     listener: Callable[[dict[str, Any]], None] | None = None,
+    model: ModelClient | None = None,
+    executor: TaskExecutor | None = None,
 ) -> tuple[RunDir, TerminalResult]:
-    """Start a night. The spec must already have passed ``check_spec``."""
+    """Start a night; the spec must already have passed ``check_spec``. ``model`` and
+    ``executor``, when given, replace the spec's targets (tests and embedders hand in theirs)."""
     clock = clock or SystemClock()
     signals = signals or Signals()
     run_id = new_run_id()
@@ -126,7 +131,9 @@ def start_run(
     try:
         rd.write_disk_reserve()
         state = _fresh_state(spec, rd, run_id, goal, branch)
-        night = Night(spec, rd, state, goal, goal.sha256, clock, signals, clock.now_iso())
+        night = Night(
+            spec, rd, state, goal, goal.sha256, clock, signals, clock.now_iso(), model, executor
+        )
         night.trace.listener = listener
         night.checkpoint()
         return rd, _drive(night)
@@ -144,6 +151,8 @@ def resume_run(
     clock: Clock | None = None,
     signals: Signals | None = None,
     listener: Callable[[dict[str, Any]], None] | None = None,
+    model: ModelClient | None = None,
+    executor: TaskExecutor | None = None,
 ) -> tuple[RunDir, TerminalResult]:
     """Continue a run after a crash, a kill or a stop, optionally with raised budgets."""
     clock = clock or SystemClock()
@@ -162,7 +171,9 @@ def resume_run(
         try:
             state = _load_state(rd)
         except CheckpointCorrupt as exc:
-            return rd, _refuse(spec, rd, run_id, goal, branch, clock, signals, exc.cause, str(exc))
+            return rd, _refuse(
+                spec, rd, run_id, goal, branch, clock, signals, exc.cause, str(exc), model
+            )
         if state is None:
             state = _fresh_state(spec, rd, run_id, goal, branch)
         if state.stopped_reason is not None:
@@ -177,6 +188,8 @@ def resume_run(
             clock,
             signals,
             clock.now_iso(),
+            model,
+            executor,
         )
         try:
             night.goal.assert_intact(goal.sha256)
@@ -246,12 +259,13 @@ def _refuse(
     signals: Signals,
     cause: str,
     detail: str,
+    model: ModelClient | None,
 ) -> TerminalResult:
     """A checkpoint that cannot be trusted: end UNRECOVERABLE_ERROR, touch nothing else."""
     placeholder = RunState(
         run_id=run_id, goal_text=goal.text, goal_sha=goal.sha256, branch=branch, base_commit=""
     )
-    night = Night(spec, rd, placeholder, goal, goal.sha256, clock, signals, clock.now_iso())
+    night = Night(spec, rd, placeholder, goal, goal.sha256, clock, signals, clock.now_iso(), model)
     night.persist = False
     night.prepared = True
     night.fatal = Stop(Ending.UNRECOVERABLE_ERROR, cause, detail)

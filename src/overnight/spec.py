@@ -107,7 +107,7 @@ class RunSpec(_Strict):
 
 
 class TaskSpec(_Strict):
-    id: str
+    id: str = Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_.:-]+$")
     """Unique task id (letters, digits, ``_ . : -``)."""
     title: str = ""
     """A short human title for reports and commit messages."""
@@ -123,6 +123,12 @@ class TaskSpec(_Strict):
     """Overrides ``run.retries`` for this task."""
     timeout_s: float = Field(default=600.0, gt=0)
     """Seconds before the command (and its verify) is killed."""
+
+    @model_validator(mode="after")
+    def _one_body(self) -> TaskSpec:
+        if (self.command is None) == (self.brief is None):
+            raise ValueError("a task has exactly one of `command` (a shell command) or `brief`")
+        return self
 
 
 class Spec(_Strict):
@@ -180,6 +186,7 @@ FIXES: dict[str, str] = {
     "predicate.command": 'e.g. command = "pytest -q"',
     "model.name": 'name the model to price, e.g. name = "claude-opus-5"',
     "tasks": "each [[tasks]] entry needs id, verify, and one of command or brief",
+    "tasks.id": "use letters, digits and _ . : - only",
 }
 
 

@@ -120,10 +120,13 @@ def coerce_response(raw: object) -> ModelResponse:
             f"the model returned {type(raw).__name__}; expected a ModelResponse or a dict "
             "shaped like an Anthropic Messages response"
         )
+    content = raw.get("content")
+    if content is not None and not isinstance(content, list):
+        raise ModelCallFailed(f"the model's content must be a list of blocks, got {content!r:.80}")
     try:
         blocks = [
             b
-            for b in raw.get("content") or []
+            for b in content or []
             if isinstance(b, dict) and b.get("type") in ("text", "tool_use")
         ]
         return ModelResponse(

@@ -1,0 +1,147 @@
+"""A bad spec exits 64 before anything is written, naming the field and the fix."""
+
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from overnight.cli import main
+from tests.helpers.nights import cli_env, command_task, spec_data, write_spec
+from tests.helpers.toml import dumps
+
+TASK = command_task("t_1", "true", "true")
+
+
+def runs_root() -> Path:
+    return Path(os.environ["OVERNIGHT_HOME"]) / "runs"
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    code = main(args)
+    return code, capsys.readouterr().err
+
+
+def variants(repo: Path, tmp_path: Path) -> dict[str, tuple[dict[str, Any], str]]:
+    base = spec_data(repo, tasks=[TASK])
+    out: dict[str, tuple[dict[str, Any], str]] = {}
+    d = dict(base)
+    del d["goal"]
+    out["missing goal"] = (d, "goal")
+    out["negative budget"] = (spec_data(repo, usd=-1.0, tasks=[TASK]), "budget.usd")
+    out["zero hours"] = (spec_data(repo, hours=0, tasks=[TASK]), "budget.hours")
+    d = spec_data(repo, tasks=[TASK])
+    d["model"] = {**d["model"], "provider": "carrier-pigeon"}
+    out["unknown provider"] = (d, "model.provider")
+    d = spec_data(repo, tasks=[TASK])
+    d["model"] = {**d["model"], "name": "mystery-model-9"}
+    out["unknown price"] = (d, "model.name")
+    out["workspace missing"] = (spec_data(tmp_path / "nope", tasks=[TASK]), "workspace")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    out["workspace not a repo"] = (spec_data(plain, tasks=[TASK]), "workspace")
+    out["task without verify"] = (
+        spec_data(repo, tasks=[{"id": "t_1", "command": "true"}]),
+        "tasks[0].verify",
+    )
+    both = {"id": "t_1", "command": "true", "brief": "do it", "verify": "true"}
+    out["task with command and brief"] = (spec_data(repo, tasks=[both]), "tasks[0]")
+    d = spec_data(repo, tasks=[TASK])
+    d["budget"] = {**d["budget"], "usdd": 3}
+    out["typo in a field"] = (d, "budget.usdd")
+    out["duplicate task ids"] = (spec_data(repo, tasks=[TASK, TASK]), "tasks")
+    out["bands out of order"] = (
+        spec_data(repo, tasks=[TASK], budget={"finish_at": 0.95, "enforce_at": 0.9}),
+        "budget.bands",
+    )
+    d = spec_data(repo, tasks=[TASK])
+    d["model"] = {**d["model"], "target": "no_such_module_xyz:model"}
+    out["model target cannot import"] = (d, "model.target")
+    out["agent task without executor"] = (
+        spec_data(repo, tasks=[{"id": "a", "brief": "x", "verify": "true"}]),
+        "executor",
+    )
+    out["no tasks and no model"] = (spec_data(repo, tasks=[], model=False), "model")
+    return out
+
+
+def test_each_bad_spec_exits_64_names_the_field_and_writes_nothing(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name, (data, field) in variants(repo, tmp_path).items():
+        spec_path = write_spec(tmp_path / f"{name.replace(' ', '_')}.toml", data)
+        run_dir = tmp_path / f"run-{name.replace(' ', '_')}"
+        code, err = run_cli(["run", str(spec_path), "--run-dir", str(run_dir)], capsys)
+        assert code == 64, (name, err)
+        assert field in err, (name, err)
+        assert "fix:" in err or "unknown field" in err or "not a valid" in err, (name, err)
+        assert not run_dir.exists(), name
+        assert not runs_root().exists(), name
+    branches = subprocess.run(
+        ["git", "-C", str(repo), "branch", "--list", "overnight/*"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert branches == ""
+
+
+def test_unreadable_toml_and_missing_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text('goal = "unterminated\n')
+    code, err = run_cli(["run", str(broken)], capsys)
+    assert code == 64 and "not valid TOML" in err
+    code, err = run_cli(["run", str(tmp_path / "absent.toml")], capsys)
+    assert code == 64 and "does not exist" in err
+    assert not runs_root().exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_unreadable_spec_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = tmp_path / "night.toml"
+    p.write_text(dumps({"goal": "x"}))
+    p.chmod(0)
+    code, err = run_cli(["run", str(p)], capsys)
+    p.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    assert code == 64 and "cannot read" in err
+
+
+def test_existing_run_dir_is_refused_untouched(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec_path = write_spec(tmp_path / "night.toml", spec_data(repo, tasks=[TASK], model=False))
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "keep.txt").write_text("mine")
+    code, err = run_cli(["run", str(spec_path), "--run-dir", str(run_dir)], capsys)
+    assert code == 64 and "not empty" in err
+    assert [p.name for p in run_dir.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize(
+    "argv", [[], ["run"], ["frobnicate"], ["run", "x.toml", "--no-such-flag"], ["status"]]
+)
+def test_usage_errors_exit_64_never_2(argv: list[str]) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "overnight", *argv],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 64, proc.stderr
+    assert "usage" in proc.stderr
+
+
+def test_status_and_report_of_a_non_run_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, err = run_cli(["status", str(tmp_path)], capsys)
+    assert code == 64 and "not an overnight run" in err
+    code, err = run_cli(["report", str(tmp_path)], capsys)
+    assert code == 64
