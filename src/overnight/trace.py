@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from overnight.core.errors import DiskFull
 from overnight.process import scrubbed_env
 from overnight.store.journal import Journal
 
@@ -46,11 +47,17 @@ class Trace:
         self._now = now_iso
         self._secrets = secret_values()
         self.listener: Callable[[dict[str, Any]], None] | None = None
+        self.dropped = 0
 
     def event(self, kind: str, **fields: Any) -> None:
         record = {"kind": kind, "t": round(self._seconds(), 3), "at": self._now(), **fields}
         clean = redact(record, self._secrets)
-        self._journal.append(clean)
+        try:
+            self._journal.append(clean)
+        except (OSError, DiskFull):
+            # The trace is evidence, not state: losing a line must not end a run that could
+            # otherwise finish. The count is reported in the result.
+            self.dropped += 1
         if self.listener is not None:
             self.listener(clean)
 
