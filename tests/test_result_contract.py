@@ -128,3 +128,16 @@ def test_cli_run_json_output_matches_result_file(repo: Path, tmp_path: Path) -> 
     assert printed == json.loads((tmp_path / "run" / "result.json").read_text())
     assert printed["wrapup"]["source"] == "structured"  # no model: the summary is rendered
     assert "t_1" in printed["partial_output"]
+
+
+def test_the_loop_has_no_queue_condition() -> None:
+    # The empty-queue trap is a loop shape: a drained queue must never be the loop's own exit.
+    import re
+
+    src = Path(__file__).resolve().parents[1] / "src" / "overnight"
+    offenders = [
+        str(p)
+        for p in src.rglob("*.py")
+        if re.search(r"while\s+(not\s+)?[\w.]*queue\b", p.read_text())
+    ]
+    assert offenders == []

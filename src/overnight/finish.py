@@ -9,9 +9,9 @@ from typing import Any
 from overnight import workspace as ws
 from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading
 from overnight.core.endings import Ending, Stop, describe
-from overnight.core.errors import DiskFull
+from overnight.core.errors import CheckpointCorrupt, DiskFull
 from overnight.harness import Night
-from overnight.models.gateway import spend_totals
+from overnight.models.gateway import SpendTotals, spend_totals
 from overnight.models.types import estimate_input_tokens
 from overnight.prompts import summary_request
 from overnight.report.result import (
@@ -129,7 +129,10 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
     s = night.state
     verdict = describe(stop)
     b = night.budgets_at_stop or night.budgets()
-    totals = spend_totals(read_journal(night.run_dir.spend))
+    try:
+        totals = spend_totals(read_journal(night.run_dir.spend))
+    except CheckpointCorrupt:
+        totals = SpendTotals(usd=night.ledger.spent_usd, tokens=night.ledger.tokens_used)
     total_usd = totals.usd + totals.dangling_usd
     verified = [
         VerifiedTask(
@@ -225,6 +228,7 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
         started_at=night.started_at,
         ended_at=night.clock.now_iso(),
         resumes=s.resumes,
+        trace_lines_dropped=night.trace.dropped,
     )
 
 

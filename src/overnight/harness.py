@@ -79,6 +79,7 @@ class Night:
         started_at: str,
         model: ModelClient | None = None,
         executor: TaskExecutor | None = None,
+        spend_readable: bool = True,
     ) -> None:
         self.spec = spec
         self.run_dir = run_dir
@@ -91,7 +92,8 @@ class Night:
         self.fractions = spec.budget.fractions()
         self._t0 = clock.monotonic()
         self._seconds_base = state.seconds_used
-        totals = spend_totals(read_journal(run_dir.spend))
+        # A resume that must refuse (corrupt state) may not be able to read the journal either.
+        totals = spend_totals(read_journal(run_dir.spend) if spend_readable else [])
         self.ledger = Ledger(
             prices=spec.price_table(),
             limit_usd=spec.budget.usd,

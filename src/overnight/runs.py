@@ -27,6 +27,7 @@ from overnight.models.seam import ModelClient
 from overnight.report.result import TerminalResult
 from overnight.spec import Spec, _with_import_path
 from overnight.store.checkpoint import load_checkpoint
+from overnight.store.journal import read_journal
 from overnight.store.rundir import RunDir, RunLock, read_json, write_json_atomic
 
 
@@ -170,6 +171,7 @@ def resume_run(
         goal = Goal(spec.goal)
         try:
             state = _load_state(rd)
+            read_journal(rd.spend)  # a journal that cannot be read is no basis for a ledger
         except CheckpointCorrupt as exc:
             return rd, _refuse(
                 spec, rd, run_id, goal, branch, clock, signals, exc.cause, str(exc), model
@@ -265,7 +267,18 @@ def _refuse(
     placeholder = RunState(
         run_id=run_id, goal_text=goal.text, goal_sha=goal.sha256, branch=branch, base_commit=""
     )
-    night = Night(spec, rd, placeholder, goal, goal.sha256, clock, signals, clock.now_iso(), model)
+    night = Night(
+        spec,
+        rd,
+        placeholder,
+        goal,
+        goal.sha256,
+        clock,
+        signals,
+        clock.now_iso(),
+        model,
+        spend_readable=False,
+    )
     night.persist = False
     night.prepared = True
     night.fatal = Stop(Ending.UNRECOVERABLE_ERROR, cause, detail)

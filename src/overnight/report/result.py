@@ -163,6 +163,8 @@ class TerminalResult(_Model):
     started_at: str
     ended_at: str
     resumes: int
+    trace_lines_dropped: int = 0
+    """Trace lines that could not be written (a full disk); the trace is then incomplete."""
     effects: list[dict[str, Any]] = Field(default_factory=list)
     """External effects (none are possible in this version: built-in work is reversible)."""
 
