@@ -213,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     except OvernightError as exc:  # a run error that escaped the run: never a bare traceback
         print(f"overnight: unrecoverable: {exc}", file=sys.stderr)
         return 4
+    except Exception as exc:  # a bug: say so plainly, with the exit code of an unrecoverable end
+        print(f"overnight: internal error: {exc!r}", file=sys.stderr)
+        return 4
 
 
 if __name__ == "__main__":

@@ -46,7 +46,8 @@ def render_markdown(r: TerminalResult) -> str:
     out.append(_budget_row("steps", r.budgets.steps, ""))
     out.append(_budget_row("seconds", r.budgets.seconds, "s"))
     out.append("")
-    per_task = f"${r.spend.cost_per_verified_task:.2f}" if r.spend.cost_per_verified_task else "n/a"
+    cpv = r.spend.cost_per_verified_task
+    per_task = "n/a" if cpv is None else f"${cpv:.4f}"
     out.append(
         f"Spent ${r.spend.total_usd:.4f} in {r.spend.model_calls} model call(s), wrap-up "
         f"${r.wrapup.cost_usd:.4f} included; per verified task: {per_task}."
