@@ -28,7 +28,7 @@ def trap_tasks() -> list[dict[str, object]]:
             "t_34",
             "echo 'measured p95=410ms' > p95.txt",
             "python3 -c \"import sys; p95 = int(open('p95.txt').read().split('=')[1][:-3]); "
-            "sys.exit(0 if p95 < 200 else 1)\"",
+            'sys.exit(0 if p95 < 200 else 1)"',
             title="verify p95 < 200ms on /api/search",
             value=-1,
             retries=0,

@@ -32,6 +32,8 @@ class ExecContext:
     stop_requested: Callable[[], str | None]
     """A signal name once the run must drain; the executor should return promptly."""
     budget_band: Callable[[], Band]
+    seconds_left: Callable[[], float] = field(default=lambda: float("inf"))
+    """Seconds until the wall-clock enforcement line; an executor must stop before it."""
     advance_clock: Callable[[float], None] = field(default=lambda _s: None)
     """Only fake clocks move; scripted executors use this to simulate slow work."""
 

@@ -7,6 +7,7 @@ back at that check. ``start_run`` and ``resume_run`` (in ``overnight.runs``) bui
 
 from __future__ import annotations
 
+import contextlib
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,12 @@ from overnight.executor import ExecContext, TaskExecutor, load_executor
 from overnight.models.gateway import ModelGateway, spend_totals
 from overnight.models.seam import ModelClient, python_model
 from overnight.models.structured import parse_answer
-from overnight.process import CommandResult, run_command
+from overnight.process import (
+    CommandResult,
+    end_orphaned_group,
+    process_identity,
+    run_command,
+)
 from overnight.prompts import (
     DRIFT_TOOL,
     PLAN_TOOL,
@@ -129,6 +135,11 @@ class Night:
     def seconds_used(self) -> float:
         return self._seconds_base + (self.clock.monotonic() - self._t0)
 
+    def seconds_left(self) -> float:
+        """Seconds until the wall-clock enforcement line."""
+        line = self.budgets()[SECONDS].enforced_at
+        return float("inf") if line is None else line - self.seconds_used()
+
     def budgets(self) -> dict[str, BudgetReading]:
         b, f, led = self.spec.budget, self.fractions, self.ledger
         return {
@@ -187,6 +198,7 @@ class Night:
 
     def prepare(self) -> None:
         """Once per process: verify a task left in flight, run the predicate, plan if needed."""
+        self.end_leftover_command()
         if self.state.in_progress is not None:
             self.verify_in_flight()
         self.run_predicate()
@@ -223,14 +235,17 @@ class Night:
                 break
         self.trace.event("decision", decision="task_finished", task=task.id, outcome=outcome.value)
         self.checkpoint()
+        # The predicate first: a drift check refused for money (or failing) must not hide a
+        # goal this task reached, and a met goal needs no drift verdict.
+        self.run_predicate()
+        self.checkpoint()
         if (
             self.gateway is not None
             and s.queue
             and s.tasks_since_drift >= self.spec.run.drift_every
+            and should_stop(self.facts()) is None  # no verdict changes an ending already due
         ):
             self.drift_check()
-        self.run_predicate()
-        self.checkpoint()
         if self.should_replan() and should_stop(self.facts()) is None:
             self.replan()
             self.checkpoint()
@@ -262,6 +277,7 @@ class Night:
             call_model=gateway.call,
             stop_requested=self.signals.check,
             budget_band=gateway.band,
+            seconds_left=self.seconds_left,
             advance_clock=getattr(self.clock, "advance", lambda _s: None),
         )
         outcome = self.executor.execute(task, ctx)
@@ -284,19 +300,42 @@ class Night:
     def run(self, command: str, timeout_s: float, log: str, *, clip: bool) -> CommandResult:
         """Run a shell command in the worktree. ``clip`` bounds it by the time left."""
         if clip:
-            left = self.budgets()[SECONDS].enforced_at or timeout_s
-            timeout_s = max(1.0, min(timeout_s, left - self.seconds_used()))
+            timeout_s = max(1.0, min(timeout_s, self.seconds_left()))
         self.run_dir.artifacts.mkdir(exist_ok=True)
-        result = run_command(
-            command,
-            cwd=self.run_dir.worktree,
-            timeout_s=timeout_s,
-            should_stop=self.signals.check,
-            log_path=self.run_dir.artifacts / log,
-        )
+        try:
+            result = run_command(
+                command,
+                cwd=self.run_dir.worktree,
+                timeout_s=timeout_s,
+                should_stop=self.signals.check,
+                log_path=self.run_dir.artifacts / log,
+                on_spawn=self.note_command_group,
+            )
+        finally:
+            self.run_dir.command_group.unlink(missing_ok=True)
         if result.interrupted:
             raise Interrupted(self.signals.requested or "signal")
         return result
+
+    def note_command_group(self, pgid: int) -> None:
+        """Remember the running command's process group: if this process is killed outright,
+        the group outlives it, and the next process ends it (``end_leftover_command``).
+        Best effort: a note that cannot be written (a full disk) must not stop the command."""
+        with contextlib.suppress(OSError):
+            self.run_dir.command_group.write_text(f"{pgid} {process_identity(pgid) or ''}\n")
+
+    def end_leftover_command(self) -> None:
+        """A process killed with kill -9 cannot end the command it was running: end it now,
+        before the task it belongs to is verified, so that nothing runs behind the verify."""
+        path = self.run_dir.command_group
+        try:
+            pgid, _, identity = path.read_text().strip().partition(" ")
+            ended = bool(identity) and end_orphaned_group(int(pgid), identity)
+        except (OSError, ValueError):
+            return
+        if ended:
+            self.trace.event("decision", decision="ended_leftover_command", pgid=int(pgid))
+        path.unlink(missing_ok=True)
 
     def run_predicate(self) -> None:
         p = self.spec.predicate

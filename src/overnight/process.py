@@ -96,6 +96,7 @@ def run_command(
     log_path: Path | None = None,
     max_output: int = 20_000,
     poll_s: float = 0.05,
+    on_spawn: Callable[[int], None] | None = None,
 ) -> CommandResult:
     """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and wait for it, never longer than
     ``timeout_s``.
@@ -107,8 +108,12 @@ def run_command(
     a marker line saying how much was cut (a ``max_output`` shorter than that marker yields
     the marker alone).
 
-    Whatever happens, including an exception in ``should_stop``, the whole process group is
-    ended and the shell reaped before this returns.
+    ``on_spawn`` is called with the process group id as soon as the command has started
+    (the harness records it, so that a later process can end the group if this one is
+    killed outright before it could).
+
+    Whatever happens, including an exception in ``should_stop`` or ``on_spawn``, the whole
+    process group is ended and the shell reaped before this returns.
     """
     if not cwd.is_dir():
         raise WorkspaceError(f"cannot run {command!r}: directory {cwd} does not exist")
@@ -119,6 +124,8 @@ def run_command(
         proc = _spawn(command, cwd, child_env, sink)
         timed_out = interrupted = False
         try:
+            if on_spawn is not None:
+                on_spawn(proc.pid)
             deadline = start + timeout_s
             while True:
                 try:
@@ -207,6 +214,59 @@ def _end_group(proc: subprocess.Popen[bytes]) -> None:
                     time.sleep(0.01)
     finally:
         proc.wait()
+
+
+def process_identity(pid: int) -> str | None:
+    """What tells process ``pid`` apart from a later process given the same id: the boot id
+    and the start time since boot. None when the process is gone or there is no procfs."""
+    boot = _boot_id()
+    fields = _stat_fields(Path("/proc", str(pid), "stat"))
+    if boot is None or fields is None or len(fields) < 20:
+        return None
+    return f"{boot}:{fields[19].decode()}"  # field 22 of stat: starttime
+
+
+def end_orphaned_group(pgid: int, identity: str) -> bool:
+    """End the process group of a command whose harness was killed outright (kill -9) and so
+    could not end it; ``identity`` is what ``process_identity`` said when it started. The
+    group is ended only if it is provably that command's: its leader is the same process
+    (same boot, same start time), or its leader is gone while the group lives on in the same
+    boot (an id stays taken while a group uses it). Returns whether a group was ended."""
+    if not _group_alive(pgid):
+        return False
+    now = process_identity(pgid)
+    if now is None:
+        boot = _boot_id()
+        if boot is None or identity.partition(":")[0] != boot:
+            return False
+    elif now != identity:
+        return False  # the id belongs to another process now
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + TERM_GRACE_S
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if _group_alive(pgid):
+        _signal_group(pgid, signal.SIGKILL)
+        settle = time.monotonic() + _KILL_SETTLE_S
+        while _group_alive(pgid) and time.monotonic() < settle:
+            time.sleep(0.01)
+    return True
+
+
+def _boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+
+
+def _stat_fields(path: Path) -> list[bytes] | None:
+    """The fields of a /proc/<pid>/stat after the command name (state, ppid, pgrp, ...)."""
+    try:
+        stat = path.read_bytes()
+    except OSError:
+        return None
+    return stat[stat.rfind(b")") + 2 :].split()
 
 
 def _signal_group(pgid: int, signum: int) -> None:

@@ -28,7 +28,13 @@ from overnight.report.result import TerminalResult
 from overnight.spec import Spec, _with_import_path
 from overnight.store.checkpoint import load_checkpoint
 from overnight.store.journal import read_journal
-from overnight.store.rundir import RunDir, RunLock, read_json, write_json_atomic
+from overnight.store.rundir import (
+    DISK_RESERVE_BYTES,
+    RunDir,
+    RunLock,
+    read_json,
+    write_json_atomic,
+)
 
 
 def default_runs_root() -> Path:
@@ -198,8 +204,8 @@ def resume_run(
         except GoalMutated as exc:
             night.fatal = Stop(Ending.UNRECOVERABLE_ERROR, exc.cause, str(exc))
         night.trace.listener = listener
-        if not rd.disk_reserve.exists():
-            rd.write_disk_reserve()
+        if not rd.disk_reserve.exists() or rd.disk_reserve.stat().st_size != DISK_RESERVE_BYTES:
+            rd.write_disk_reserve()  # missing, or cut short by a kill while it was written
         night.trace.event("decision", decision="resumed", raises=raises or {})
         return rd, _drive(night)
     finally:
@@ -244,11 +250,16 @@ def _reopen(rd: RunDir, state: RunState) -> None:
             "(the same inputs would end the same way)",
             "read its report, change the spec, and start a new run",
         )
+    _archive_result(rd)
+    state.stopped_reason = None
+
+
+def _archive_result(rd: RunDir) -> None:
+    """Move an earlier result.json to history/: a new ending will be written."""
     if rd.result.exists():
         rd.history.mkdir(exist_ok=True)
         n = len(list(rd.history.glob("result-*.json"))) + 1
         os.replace(rd.result, rd.history / f"result-{n}.json")
-    state.stopped_reason = None
 
 
 def _refuse(
@@ -279,7 +290,11 @@ def _refuse(
         model,
         spend_readable=False,
     )
+    _archive_result(rd)  # keep what an earlier process concluded
     night.persist = False
     night.prepared = True
+    # No closing model call: its ledger starts at zero (what was spent may be unreadable), so
+    # each refused resume could spend the wrap-up reserve again, past the cap.
+    night.gateway = None
     night.fatal = Stop(Ending.UNRECOVERABLE_ERROR, cause, detail)
     return _drive(night)

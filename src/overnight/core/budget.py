@@ -237,7 +237,9 @@ class BudgetReading:
     def exhausted(self) -> bool:
         if self.limit is None or self.stop_at is None:
             return False
-        return self.used >= self.stop_at or self.refused_at is not None
+        # A zero limit (a night with no model needs no money) is exhausted only by a refusal.
+        reached = self.stop_at > 0 and self.used >= self.stop_at
+        return reached or self.refused_at is not None
 
 
 BudgetsView = Mapping[str, BudgetReading]
@@ -281,7 +283,9 @@ def reading(
         return BudgetReading(used, None, None, None, refused_at)
     enforced = limit * fractions.enforce_at
     if name in (TOKENS, STEPS):
-        enforced = float(int(enforced))  # round down: a larger reserve is the safe side
+        # Round down (a larger reserve is the safe side), but never to zero: a limit of one
+        # step must still allow that step.
+        enforced = float(max(1, int(enforced)))
     stop_at = limit * fractions.finish_at if name == MONEY else enforced
     return BudgetReading(used, limit, stop_at, enforced, refused_at)
 

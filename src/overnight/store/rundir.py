@@ -8,6 +8,7 @@ RUN_DIR/trace.jsonl      one line per model call, tool call and decision
 RUN_DIR/result.json      the terminal result, once the run has ended
 RUN_DIR/artifacts/       command logs, patches of parked tasks
 RUN_DIR/worktree/        the git worktree on branch overnight/<run-id>
+RUN_DIR/command.pgid     the process group of the command running now (gone between commands)
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class RunDir:
         self.history = path / "history"
         self.lockfile = path / "lock"
         self.disk_reserve = path / ".disk-reserve"
+        self.command_group = path / "command.pgid"
 
     def is_run(self) -> bool:
         return self.manifest.exists() and self.spec.exists()
