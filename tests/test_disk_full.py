@@ -38,10 +38,16 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 def test_task_that_fills_the_disk_ends_disk_full_with_a_result(
     repo: Path, small_disk: Path
 ) -> None:
+    # Long titles make every checkpoint far larger than the few pages the harness frees on
+    # its own (a log closed, a pid file removed), so the first write after the disk fills
+    # fails whatever the filesystem's page accounting.
+    pad = "x" * 40_000
     tasks = [
-        command_task("t_1", "echo small > a.txt", "test -f a.txt"),
-        command_task("t_2", "head -c 30000000 /dev/zero > big.bin; true", "true"),
-        command_task("t_3", "echo never > c.txt", "test -f c.txt"),
+        command_task("t_1", "echo small > a.txt", "test -f a.txt", title=f"first {pad}"),
+        command_task(
+            "t_2", "head -c 30000000 /dev/zero > big.bin; true", "true", title=f"fill {pad}"
+        ),
+        command_task("t_3", "echo never > c.txt", "test -f c.txt", title=f"third {pad}"),
     ]
     spec = make_spec(repo, tasks=tasks, predicate="false")
     rd, r = run_night(spec, small_disk / "run", model=ScriptedModel())
