@@ -130,16 +130,16 @@ def verify_tables(endings: Iterable[str], tables: Mapping[str, Iterable[str]]) -
         raise TableError("; ".join(problems))
 
 
-verify_tables(
-    Ending,
-    {
-        "PRIORITY": PRIORITY,
-        "CLASS": CLASS,
-        "EXIT_CODE": EXIT_CODE,
-        "RESUMABLE": RESUMABLE,
-        "ALERT": ALERT,
-    },
-)
+#: Every table keyed by ending; each must name all seven and nothing else.
+ENDING_TABLES: dict[str, Iterable[Ending]] = {
+    "PRIORITY": PRIORITY,
+    "CLASS": CLASS,
+    "EXIT_CODE": EXIT_CODE,
+    "RESUMABLE": RESUMABLE,
+    "ALERT": ALERT,
+}
+
+verify_tables(Ending, ENDING_TABLES)
 
 
 @dataclass(frozen=True)
