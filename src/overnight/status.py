@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +53,10 @@ def read_status(path: Path) -> dict[str, Any]:
             "pruned": [p["task"]["id"] for p in body["pruned"]],
             "in_progress": body["in_progress"]["task"]["id"] if body["in_progress"] else None,
         }
-        out["seconds_used"] = round(body["seconds_used"], 1)
+        seconds = float(body["seconds_used"])
+        if running:  # the checkpoint is as old as the last step: add the time since
+            seconds += max(0.0, time.time() - rd.checkpoint.stat().st_mtime)
+        out["seconds_used"] = round(seconds, 1)
         out["drift_score"] = body["drift_score"]
         out["goal_met"] = body["goal_met"]
     return out
