@@ -60,10 +60,19 @@ def variants(repo: Path, tmp_path: Path) -> dict[str, tuple[dict[str, Any], str]
     d = spec_data(repo, tasks=[TASK])
     d["model"] = {**d["model"], "target": "no_such_module_xyz:model"}
     out["model target cannot import"] = (d, "model.target")
-    out["agent task without executor"] = (
-        spec_data(repo, tasks=[{"id": "a", "brief": "x", "verify": "true"}]),
-        "executor",
+    out["agent task without model or executor"] = (
+        spec_data(repo, tasks=[{"id": "a", "brief": "x", "verify": "true"}], model=False),
+        "model",
     )
+    d = spec_data(repo, tasks=[TASK])
+    d["agent"] = {"mechanical_model": "unpriced-small-model"}
+    out["unpriced mechanical model"] = (d, "agent.mechanical_model")
+    d = spec_data(repo, tasks=[TASK])
+    d["tools"] = {"allow": ["read_file", "rm_rf"]}
+    out["unknown tool"] = (d, "tools.allow")
+    d = spec_data(repo, tasks=[TASK])
+    d["tools"] = {"allow": ["run_command"], "commands": ["git"]}
+    out["git in the command allowlist"] = (d, "tools.commands")
     out["no tasks and no model"] = (spec_data(repo, tasks=[], model=False), "model")
     return out
 

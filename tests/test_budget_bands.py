@@ -15,6 +15,7 @@ import pytest
 from overnight.core.budget import Price, Usage
 from overnight.core.tasks import Task
 from overnight.executor import ExecContext
+from overnight.harness import Signals
 from overnight.models.types import ModelRequest, coerce_response
 from overnight.spec import parse_spec
 from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, tool_answer, usage_dict
@@ -182,22 +183,26 @@ def test_the_notice_never_leaks_into_the_executors_own_conversation(
 
 
 def test_a_plan_call_made_above_70_percent_gets_no_notice(repo: Path, tmp_path: Path) -> None:
-    """The first process spends past 70% (a failed plan and its closing summary); the resumed
-    process plans again inside the notice band, then executes a task there."""
+    """The first process is told to stop before it plans and spends past 70% on its closing
+    summary; the resumed process plans inside the notice band, then executes a task there."""
     data = spec_data(repo, usd=0.70)
     data["model"].update(max_tokens=1_000, summary_max_tokens=20_000)
     data["executor"] = {"target": "unused:unused"}
     spec = parse_spec(data, repo)
     first = RecordingModel(
         OPUS,
-        {
-            "plan": text_answer("I would rather not plan.", usage_dict(input=500, output=1_000)),
-            "summarize": text_answer("closing note", usage_dict(input=500, output=20_000)),
-        },
+        {"summarize": text_answer("closing note", usage_dict(input=500, output=20_000))},
     )
-    rd, result = run_night(spec, tmp_path / "run", model=first, executor=ScriptedExecutor())
-    assert result.stop_reason == "UNRECOVERABLE_ERROR:invalid_model_output"
+    rd, result = run_night(
+        spec,
+        tmp_path / "run",
+        model=first,
+        executor=ScriptedExecutor(),
+        signals=Signals(requested="sigterm"),
+    )
+    assert result.stop_reason == "TIME_LIMIT:sigterm"
     assert result.resumable
+    assert [s.purpose for s in first.seen] == ["summarize"]
     carried = result.spend.total_usd
     assert 0.70 <= carried / 0.70 < 0.90
 

@@ -67,6 +67,12 @@ def _parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="a complete night on a bundled example, no API key")
     demo.add_argument("--dir", type=Path, help="where to put the example (default: a temp dir)")
     demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    demo.add_argument(
+        "--example",
+        choices=("textstats", "migrations"),
+        default="textstats",
+        help="textstats: an agent fixes two bugs (default); migrations: command tasks",
+    )
     return p
 
 
@@ -98,6 +104,11 @@ def _progress_line(r: dict[str, Any]) -> str | None:
         return f"{stamp} resumed: in-flight task {r['task']} verified {r['outcome']}"
     if kind == "decision" and decision == "stop":
         return f"{stamp} stop: {r['reason']}"
+    if kind == "tool_call" and r.get("tool") not in ("predicate", "verify", "command", "executor"):
+        failed = " (error)" if r.get("error") else ""
+        return f"{stamp}   {r.get('task')}: {r.get('tool')}{failed}"
+    if kind == "cache_warning":
+        return f"{stamp} cache: {r.get('detail')}"
     if kind == "tool_call" and r.get("tool") == "predicate":
         return f"{stamp} goal predicate {'passed' if r.get('met') else 'not met'}"
     if kind == "model_call" and "cost_usd" in r:
@@ -191,7 +202,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from overnight.demo import run_demo
 
-    return run_demo(args.dir, quiet=args.quiet)
+    return run_demo(args.dir, quiet=args.quiet, example=args.example)
 
 
 COMMANDS = {

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from overnight.process import scrubbed_env
 
-EXAMPLE = "migrations"
+EXAMPLE = "textstats"
+EXAMPLES = ("textstats", "migrations")
 
 
 def prepare_example(target: Path, name: str = EXAMPLE) -> Path:
@@ -32,7 +33,7 @@ def prepare_example(target: Path, name: str = EXAMPLE) -> Path:
     return workspace
 
 
-def run_demo(where: Path | None, *, quiet: bool = False) -> int:
+def run_demo(where: Path | None, *, quiet: bool = False, example: str = EXAMPLE) -> int:
     from overnight.cli import _finish_output, _progress
     from overnight.harness import Signals
     from overnight.runs import drained_on_signals, start_run
@@ -40,10 +41,11 @@ def run_demo(where: Path | None, *, quiet: bool = False) -> int:
 
     base = where or Path(tempfile.mkdtemp(prefix="overnight-demo-"))
     base.mkdir(parents=True, exist_ok=True)
-    workspace = prepare_example(base)
+    workspace = prepare_example(base, example)
     print(
-        "overnight demo: the model in this night is SCRIPTED (a fake that replays fixed "
-        "answers with realistic token counts); no API key is used and no money is spent.\n"
+        "overnight demo: the model in this night is SCRIPTED (a fake that replays a fixed "
+        "plan and tool calls, billed with realistic token counts and prompt caching); no API "
+        "key is used and no money is spent.\n"
         f"workspace: {workspace}",
         file=sys.stderr,
     )
@@ -55,7 +57,10 @@ def run_demo(where: Path | None, *, quiet: bool = False) -> int:
     code = _finish_output(rd.path, result, as_json=False)
     print(
         f"\nThe verified work is on branch {result.branch.name} of {workspace}:\n"
-        f"  git -C {workspace} log --oneline {result.branch.name}",
+        f"  git -C {workspace} log --oneline {result.branch.name}\n"
+        "To run a night like this on Claude: set ANTHROPIC_API_KEY, write a night.toml with\n"
+        '  [model] provider = "anthropic", name = "claude-opus-4-5" (no target)\n'
+        f"and run: overnight run night.toml  (this example: {workspace / 'night.toml'})",
         file=sys.stderr,
     )
     return code

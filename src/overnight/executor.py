@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from overnight.core.budget import Band
 from overnight.core.errors import ConfigError
@@ -34,6 +34,16 @@ class ExecContext:
     budget_band: Callable[[], Band]
     seconds_left: Callable[[], float] = field(default=lambda: float("inf"))
     """Seconds until the wall-clock enforcement line; an executor must stop before it."""
+    now: Callable[[], float] = field(default=lambda: 0.0)
+    """The run's clock (seconds used so far), for measuring gaps between calls."""
+    note: Callable[[str, dict[str, Any]], None] = field(default=lambda _kind, _fields: None)
+    """Write an event to the run's trace."""
+    lessons: list[str] = field(default_factory=list)
+    """Lessons kept from earlier tasks of this run."""
+    earlier: str = ""
+    """What an earlier attempt of this task already did (for a resumed task)."""
+    tokens_affordable: Callable[[str], int] = field(default=lambda _model: 0)
+    """The money left before the enforcement line, in output tokens of the given model."""
     advance_clock: Callable[[float], None] = field(default=lambda _s: None)
     """Only fake clocks move; scripted executors use this to simulate slow work."""
 
@@ -43,6 +53,8 @@ class ExecResult:
     status: Literal["finished", "limit_reached", "looping", "gave_up"]
     summary: str = ""
     artifacts: list[str] = field(default_factory=list)
+    lessons: list[str] = field(default_factory=list)
+    """Specific, falsifiable one-line lessons for later tasks."""
 
 
 @runtime_checkable

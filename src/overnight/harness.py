@@ -13,19 +13,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from overnight import workspace as ws
+from overnight.agent.loop import AgentExecutor
 from overnight.clock import Clock
 from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading, Ledger, reading
 from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
-from overnight.core.errors import Interrupted
+from overnight.core.errors import Interrupted, InvalidModelOutput
 from overnight.core.goal import Goal
 from overnight.core.resume import VerifyOutcome, outcome_of_exit
 from overnight.core.state import PredicateRecord, RunState
-from overnight.core.tasks import InFlight, Task, pop_highest
+from overnight.core.tasks import InFlight, ParkedTask, Task, pop_highest
 from overnight.executor import ExecContext, TaskExecutor, load_executor
 from overnight.models.gateway import ModelGateway, spend_totals
-from overnight.models.seam import ModelClient, python_model
-from overnight.models.structured import parse_answer
+from overnight.models.providers import build_client, sleep_for_clock
+from overnight.models.seam import ModelClient
+from overnight.models.structured import ask_structured
 from overnight.process import (
     CommandResult,
     end_orphaned_group,
@@ -47,6 +49,7 @@ from overnight.spec import Spec
 from overnight.store.checkpoint import save_checkpoint
 from overnight.store.journal import Journal, read_journal
 from overnight.store.rundir import RunDir
+from overnight.tools.toolbox import Toolbox
 from overnight.trace import Trace
 
 OUTPUT_TAIL = 2000
@@ -111,8 +114,19 @@ class Night:
         self.spend_journal = Journal(run_dir.spend, durable=True)
         self.trace = Trace(run_dir.trace, self.seconds_used, clock.now_iso)
         self.gateway: ModelGateway | None = None
-        if model is None and spec.model is not None and spec.model.target is not None:
-            model = python_model(spec.model.target)
+        if (
+            model is None
+            and spec.model is not None
+            and (spec.model.provider != "python" or spec.model.target is not None)
+        ):
+            model = build_client(
+                spec.model,
+                sleep=sleep_for_clock(clock),
+                monotonic=clock.monotonic,
+                on_retry=lambda err, wait: self.trace.event(
+                    "model_retry", error=str(err), status=err.status, wait_s=round(wait, 3)
+                ),
+            )
         if model is not None and spec.model is not None:
             self.gateway = ModelGateway(
                 model,
@@ -124,6 +138,8 @@ class Night:
             )
         if executor is None and spec.executor is not None:
             executor = load_executor(spec.executor.target)
+        if executor is None and self.gateway is not None:
+            executor = AgentExecutor(spec.agent, Toolbox.from_spec(spec.tools))
         self.executor: TaskExecutor | None = executor
         self.fatal: Stop | None = None
         self.prepared = False
@@ -203,6 +219,8 @@ class Night:
             self.verify_in_flight()
         self.run_predicate()
         if not self.state.goal_met and not self.state.planned and not self.spec.tasks:
+            if self.signals.requested:  # planning is new work: none starts after a signal
+                raise Interrupted(self.signals.requested)
             self.plan()
         self.checkpoint()
 
@@ -219,7 +237,7 @@ class Night:
             s.steps_used += 1
             self.checkpoint()  # IN_PROGRESS is on disk before anything happens
             self.trace.event("task", event="started", task=task.id, attempt=attempt)
-            self.execute(task, attempt)
+            status = self.execute(task, attempt)
             outcome, detail = self.verify(task)
             self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
             if outcome is VerifyOutcome.DONE:
@@ -227,6 +245,10 @@ class Night:
                 break
             if outcome is VerifyOutcome.PARTIAL:
                 reason = "verify reports a partially applied state"
+                s.finish_parked(task, reason, detail, self.discard(task, attempt))
+                break
+            if status == "looping":  # the same inputs would loop again: no retry
+                reason = "the agent repeated the same tool call with the same result"
                 s.finish_parked(task, reason, detail, self.discard(task, attempt))
                 break
             if attempt > retries or self.steps_exhausted():
@@ -252,7 +274,8 @@ class Night:
 
     # -- the steps of a lap ----------------------------------------------------------------
 
-    def execute(self, task: Task, attempt: int) -> None:
+    def execute(self, task: Task, attempt: int) -> str:
+        """Carry the task out; return what the executor reported (``finished`` for commands)."""
         if task.command is not None:
             result = self.run(task.command, task.timeout_s, f"{task.id}.{attempt}.log", clip=True)
             self.trace.event(
@@ -263,10 +286,10 @@ class Night:
                 timed_out=result.timed_out,
                 seconds=round(result.seconds, 3),
             )
-            return
+            return "finished"
         if self.executor is None or self.gateway is None:
             self.trace.event("decision", decision="no_executor", task=task.id)
-            return
+            return "gave_up"
         gateway = self.gateway
         model_name = self.spec.model.name if self.spec.model else ""
         ctx = ExecContext(
@@ -278,6 +301,10 @@ class Night:
             stop_requested=self.signals.check,
             budget_band=gateway.band,
             seconds_left=self.seconds_left,
+            now=self.seconds_used,
+            note=lambda kind, fields: self.trace.event(kind, **fields),
+            lessons=list(self.state.lessons),
+            tokens_affordable=self.tokens_affordable,
             advance_clock=getattr(self.clock, "advance", lambda _s: None),
         )
         outcome = self.executor.execute(task, ctx)
@@ -288,8 +315,16 @@ class Night:
             status=outcome.status,
             summary=outcome.summary[:500],
         )
+        self.state.add_lessons(outcome.lessons)
         if self.signals.requested:
             raise Interrupted(self.signals.requested)
+        return outcome.status
+
+    def tokens_affordable(self, model: str) -> int:
+        """Money left before the enforcement line, in output tokens of ``model``."""
+        price = self.ledger.prices.price(model)
+        left = self.ledger.enforced_usd - self.ledger.spent_usd - self.ledger.held_usd
+        return max(0, int(left * 1e6 / price.output)) if price.output > 0 else 0
 
     def verify(self, task: Task) -> tuple[VerifyOutcome, str]:
         result = self.run(task.verify, task.timeout_s, f"{task.id}.verify.log", clip=False)
@@ -394,13 +429,36 @@ class Night:
         return self.gateway, self.spec.model.name, self.spec.model.max_tokens
 
     def plan(self) -> None:
+        """Seed the queue. An invalid plan is asked for again once, then parked with the
+        reason (the run then ends QUEUE_EMPTY_GOAL_UNMET, with the reason in the report)."""
         gateway, name, max_tokens = self._model()
-        response = gateway.call(plan_request(name, max_tokens, self.goal.text))
-        answer = parse_answer(response, PlanAnswer, PLAN_TOOL.name, "plan")
+        self.state.planned = True
+        try:
+            answer = ask_structured(
+                gateway.call,
+                plan_request(name, max_tokens, self.goal.text),
+                PlanAnswer,
+                PLAN_TOOL.name,
+            )
+        except InvalidModelOutput as exc:
+            self.park_planning("plan", exc.detail)
+            return
         tasks = [planned_to_task(p, "plan", self.spec.run.retries) for p in answer.tasks]
         added = self.state.add_tasks(tasks)
-        self.state.planned = True
         self.trace.event("decision", decision="planned", tasks=[t.id for t in added])
+
+    def park_planning(self, what: str, why: str) -> None:
+        marker = Task(
+            id=f"{what}.{self.state.laps}",
+            title=f"{what} the queue",
+            brief=self.goal.text,
+            verify="false",
+            origin="plan",
+        )
+        self.state.parked.append(
+            ParkedTask(task=marker, reason=f"the {what} answer was invalid twice", detail=why)
+        )
+        self.trace.event("decision", decision=f"{what}_parked", detail=why)
 
     def should_replan(self) -> bool:
         s = self.state
@@ -421,8 +479,12 @@ class Night:
             "queue": [{"id": t.id, "title": t.title} for t in s.queue],
             "goal_check": (s.last_predicate.detail[-800:] if s.last_predicate else ""),
         }
-        response = gateway.call(replan_request(name, max_tokens, self.goal.text, facts))
-        answer = parse_answer(response, ReplanAnswer, REPLAN_TOOL.name, "replan")
+        request = replan_request(name, max_tokens, self.goal.text, facts)
+        try:
+            answer = ask_structured(gateway.call, request, ReplanAnswer, REPLAN_TOOL.name)
+        except InvalidModelOutput as exc:
+            self.park_planning("replan", exc.detail)
+            return
         tasks = [planned_to_task(p, "replan", self.spec.run.retries) for p in answer.add]
         added = s.add_tasks(tasks)
         self.trace.event("decision", decision="replanned", added=[t.id for t in added])
@@ -431,7 +493,9 @@ class Night:
         self.goal.assert_intact(self.expected_goal_sha)
         gateway, name, max_tokens = self._model()
         request = drift_request(name, max_tokens, self.goal.text, self.state.queue)
-        verdict = parse_answer(gateway.call(request), DriftVerdict, DRIFT_TOOL.name, "drift")
+        # Asked again once if invalid; a second invalid verdict ends the run (a safety check
+        # that cannot be read is not skipped).
+        verdict = ask_structured(gateway.call, request, DriftVerdict, DRIFT_TOOL.name)
         decision = drift_gate(self.state.queue, verdict)
         self.state.apply_drift(verdict, decision, self.seconds_used())
         self.trace.event(

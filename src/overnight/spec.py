@@ -13,12 +13,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from overnight.agent.config import AgentSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
 from overnight.core.errors import ConfigError
 from overnight.core.tasks import Task
-from overnight.models.prices import builtin_table
+from overnight.models.prices import price_for
+from overnight.tools.toolbox import ToolsSpec
 
-PROVIDERS = ("python",)
+#: Where model calls can go (see ``overnight.models.providers``).
+PROVIDERS = ("python", "anthropic", "openai", "openai-compatible")
 
 
 class _Strict(BaseModel):
@@ -56,15 +59,37 @@ class PredicateSpec(_Strict):
 
 class ModelSpec(_Strict):
     provider: str = "python"
-    """Where calls go. In this version: ``python`` (a callable named by ``target``)."""
+    """Where calls go: ``python`` (a callable named by ``target``), ``anthropic`` (the Messages
+    API), ``openai`` (the Responses API, or chat completions with ``api = "chat"``), or
+    ``openai-compatible`` (an OpenAI-protocol server at ``base_url``: vLLM, Ollama, llama.cpp).
+    API keys come from the environment (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``)."""
     target: str | None = None
-    """For ``python``: ``module:attr`` of a callable taking a request and returning a response."""
+    """For ``python`` only: ``module:attr`` of a callable taking a request and returning a
+    response."""
     name: str = Field(min_length=1)
-    """The model name the ledger prices (see ``[prices.<name>]``)."""
+    """The model name sent to the provider and priced by the ledger (``[prices.<name>]``, else
+    the genai-prices data)."""
     max_tokens: int = Field(default=4096, gt=0)
     """``max_tokens`` of the harness's own calls (plan, drift, replan)."""
     summary_max_tokens: int = Field(default=1024, gt=0)
     """``max_tokens`` of the closing summary, paid from the wrap-up reserve."""
+    base_url: str | None = None
+    """The API's base URL. Required for ``openai-compatible`` (e.g.
+    ``http://localhost:8000/v1``); otherwise None keeps the SDK's default and its environment
+    variable (``ANTHROPIC_BASE_URL``, ``OPENAI_BASE_URL``)."""
+    api: Literal["chat", "responses"] | None = None
+    """For the OpenAI providers: ``responses`` or ``chat`` (chat completions). None: the
+    Responses API for ``openai``, chat completions for ``openai-compatible``."""
+    stream: bool = True
+    """Stream responses (recommended: long calls do not hit idle-connection timeouts)."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds before one HTTP attempt is abandoned (and retried)."""
+    max_attempts: int = Field(default=20, ge=1, le=1000)
+    """Attempts per call (the first included) while the provider fails with retryable errors
+    (429, 5xx, 529, timeouts, connection errors)."""
+    outage_limit_s: float = Field(default=900.0, ge=0)
+    """Seconds a provider may keep failing with retryable errors before the run ends
+    ``dependency_unavailable`` (resumable). The waits count against the wall clock."""
 
 
 class ExecutorSpec(_Strict):
@@ -142,6 +167,10 @@ class Spec(_Strict):
     executor: ExecutorSpec | None = None
     prices: dict[str, PriceSpec] = Field(default_factory=dict)
     run: RunSpec = Field(default_factory=RunSpec)
+    agent: AgentSpec = Field(default_factory=AgentSpec)
+    """How the built-in agent works an agent task (calls, caching, compaction, tiering)."""
+    tools: ToolsSpec = Field(default_factory=ToolsSpec)
+    """The tools the built-in agent may use, and the commands ``run_command`` may run."""
     tasks: list[TaskSpec] = Field(default_factory=list)
 
     # Filled by ``load_spec``; not part of the file.
@@ -157,7 +186,15 @@ class Spec(_Strict):
         return (Path(self.base_dir) / self.workspace).resolve()
 
     def price_table(self) -> PriceTable:
-        return builtin_table().with_overrides({k: v.price() for k, v in self.prices.items()})
+        """The spec's ``[prices.*]`` tables, plus a price from genai-prices for each model the
+        spec sends calls to (``model.name``, ``agent.mechanical_model``) that has no table. A
+        model priced by neither raises ``ConfigError``."""
+        table = {k: v.price() for k, v in self.prices.items()}
+        if self.model is not None:
+            for name in (self.model.name, self.agent.mechanical_model):
+                if name is not None and name not in table:
+                    table[name] = price_for(name, self.model.provider, table)
+        return PriceTable(table)
 
     def seed_tasks(self) -> list[Task]:
         default_retries = self.run.retries
@@ -267,33 +304,67 @@ def check_spec(spec: Spec) -> None:
             "add [[tasks]] entries, or a [model] table",
         )
     needs_executor = not spec.tasks or any(t.brief is not None for t in spec.tasks)
-    if needs_executor and spec.executor is None:
+    if needs_executor and spec.executor is None and spec.model is None:
         raise ConfigError(
-            "executor",
-            "agent tasks (a brief, or tasks planned by the model) need an executor",
-            'add [executor] target = "module:attr", or give every task a command',
+            "model",
+            "agent tasks (a brief, or tasks planned by the model) need a model for the "
+            "built-in agent, or an [executor]",
+            'add a [model] table, or [executor] target = "module:attr", or give every task '
+            "a command",
         )
+    mechanical = spec.agent.mechanical_model
+    if mechanical is not None:
+        try:
+            spec.price_table().price(mechanical)
+        except ConfigError as exc:
+            raise ConfigError("agent.mechanical_model", exc.problem, exc.fix) from None
     if spec.budget.usd == 0 and spec.model is not None:
         raise ConfigError("budget.usd", "a run with a model needs money", FIXES["budget.usd"])
     if spec.model is not None:
-        if spec.model.provider not in PROVIDERS:
-            raise ConfigError(
-                "model.provider",
-                f"unknown provider {spec.model.provider!r}",
-                f"use one of {', '.join(PROVIDERS)}",
-            )
+        _check_model(spec.model)
         spec.price_table().price(spec.model.name)
-        if spec.model.target is None:
-            raise ConfigError("model.target", "the python provider needs a target", "module:attr")
     _with_import_path(spec)
-    if spec.model is not None and spec.model.target is not None:
-        from overnight.models.seam import python_model
+    if spec.model is not None:
+        if spec.model.provider == "python" and spec.model.target is not None:
+            from overnight.models.seam import python_model
 
-        python_model(spec.model.target)
+            python_model(spec.model.target)
+        elif spec.model.provider != "python":
+            from overnight.models.providers import sdk_client
+
+            sdk_client(spec.model)  # refuses missing credentials the SDK can see up front
     if spec.executor is not None:
         from overnight.executor import load_executor
 
         load_executor(spec.executor.target)
+
+
+def _check_model(model: ModelSpec) -> None:
+    """The ``[model]`` fields each provider needs, and no field it would ignore."""
+    if model.provider not in PROVIDERS:
+        raise ConfigError(
+            "model.provider",
+            f"unknown provider {model.provider!r}",
+            f"use one of {', '.join(PROVIDERS)}",
+        )
+    if model.provider == "python":
+        if model.target is None:
+            raise ConfigError("model.target", "the python provider needs a target", "module:attr")
+        return
+    if model.target is not None:
+        raise ConfigError(
+            "model.target",
+            f"target is only used by the python provider, not {model.provider!r}",
+            "remove target",
+        )
+    if model.provider == "openai-compatible" and not model.base_url:
+        raise ConfigError(
+            "model.base_url",
+            "the openai-compatible provider needs the server's base_url",
+            'e.g. base_url = "http://localhost:8000/v1"',
+        )
+    if model.api is not None and model.provider == "anthropic":
+        raise ConfigError("model.api", "api applies to the OpenAI providers only", "remove api")
 
 
 def _with_import_path(spec: Spec) -> None:

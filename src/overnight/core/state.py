@@ -68,6 +68,7 @@ class RunState(BaseModel):
     laps: int = 0
     resumes: int = 0
     artifacts: list[str] = Field(default_factory=list)
+    lessons: list[str] = Field(default_factory=list)
     stopped_reason: str | None = None
 
     # -- pure transitions -------------------------------------------------------------------
@@ -124,6 +125,11 @@ class RunState(BaseModel):
                 reasoning=verdict.reasoning,
             )
         )
+
+    def add_lessons(self, lessons: list[str]) -> None:
+        for lesson in lessons:
+            if lesson not in self.lessons:
+                self.lessons.append(lesson)
 
     def add_tasks(self, tasks: list[Task]) -> list[Task]:
         """Append tasks whose ids are new to this run; return the ones added."""

@@ -178,6 +178,7 @@ class ModelGateway:
                 "t": self.seconds(),
             }
         )
+        warning = {"usage_warning": response.usage_warning} if response.usage_warning else {}
         self.trace.event(
             "model_call",
             purpose=request.purpose,
@@ -188,6 +189,7 @@ class ModelGateway:
             stop_reason=response.stop_reason,
             tool_calls=[u.name for u in response.tool_uses()],
             text=response.text()[:500],
+            **warning,
         )
         return response
 

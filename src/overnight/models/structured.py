@@ -8,12 +8,13 @@ its schema; an invalid answer is an ``InvalidModelOutput`` naming what was wrong
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from overnight.core.errors import InvalidModelOutput
-from overnight.models.types import ModelResponse, ToolSpec
+from overnight.models.types import ModelRequest, ModelResponse, ToolSpec
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -57,3 +58,39 @@ def parse_answer(response: ModelResponse, schema: type[M], tool_name: str, purpo
             f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()
         )
         raise InvalidModelOutput(f"the {purpose} answer failed its schema: {problems}") from exc
+
+
+def with_feedback(messages: list[dict[str, Any]], feedback: str) -> list[dict[str, Any]]:
+    """The same conversation with ``feedback`` appended to its last (user) message."""
+    out = [dict(m) for m in messages]
+    last = out[-1]
+    content = last.get("content")
+    if isinstance(content, str):
+        last["content"] = f"{content}\n\n{feedback}"
+    else:
+        last["content"] = [*(content or []), {"type": "text", "text": feedback}]
+    return out
+
+
+def ask_structured(
+    call: Callable[[ModelRequest], ModelResponse],
+    request: ModelRequest,
+    schema: type[M],
+    tool_name: str,
+    retries: int = 1,
+) -> M:
+    """Call, validate; on an invalid answer ask again (``retries`` times) saying what was
+    wrong. The last failure is raised as ``InvalidModelOutput``."""
+    attempt = request
+    while True:
+        try:
+            return parse_answer(call(attempt), schema, tool_name, request.purpose)
+        except InvalidModelOutput as exc:
+            if retries <= 0:
+                raise
+            retries -= 1
+            note = (
+                f"Your previous answer was rejected: {exc.detail}. Answer again with the "
+                f"{tool_name} tool, following its schema exactly."
+            )
+            attempt = request.model_copy(update={"messages": with_feedback(request.messages, note)})

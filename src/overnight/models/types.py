@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from overnight.core.budget import CacheTTL, Usage
 from overnight.core.errors import ModelCallFailed
+from overnight.models.usage import from_anthropic
 
 Purpose = Literal["plan", "execute", "drift", "replan", "compact", "summarize"]
 PURPOSES: tuple[Purpose, ...] = ("plan", "execute", "drift", "replan", "compact", "summarize")
@@ -24,6 +25,8 @@ class ToolSpec(BaseModel):
     name: str
     description: str
     input_schema: dict[str, Any]
+    cache_control: dict[str, Any] | None = None
+    """An Anthropic cache breakpoint after this tool (the end of the stable tool prefix)."""
 
 
 class ModelRequest(BaseModel):
@@ -33,13 +36,18 @@ class ModelRequest(BaseModel):
 
     model: str
     purpose: Purpose
-    system: str
+    system: str | list[dict[str, Any]]
+    """Plain text, or Anthropic system blocks (which may carry ``cache_control``)."""
     messages: list[dict[str, Any]]
     tools: list[ToolSpec] = Field(default_factory=list)
     max_tokens: int = Field(gt=0)
     cache_ttl: CacheTTL | None = None
     """The longest cache TTL any breakpoint in this request asks for; None when it sets none.
     The ledger uses it to price the worst case of the input."""
+    task_budget_tokens: int | None = None
+    """The visible token budget for the task (Anthropic's task-budget beta); None: not sent."""
+    effort: str | None = None
+    """Provider effort setting, when the model supports one; None: the provider's default."""
 
 
 class TextBlock(BaseModel):
@@ -68,6 +76,9 @@ class ModelResponse(BaseModel):
     stop_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
     model: str | None = None
+    usage_warning: str | None = None
+    """Set when the usage figures may not be what the provider bills (see
+    ``overnight.models.usage``); the gateway traces it."""
 
     def text(self) -> str:
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
@@ -76,38 +87,11 @@ class ModelResponse(BaseModel):
         return [b for b in self.content if isinstance(b, ToolUseBlock)]
 
 
-def _count(raw: dict[str, Any], key: str) -> int:
-    value = raw.get(key)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"usage.{key} must be a non-negative integer, got {value!r}")
-    return value
-
-
 def usage_from_anthropic(raw: dict[str, Any] | None) -> Usage:
-    """Read an Anthropic ``usage`` object. Missing cache fields mean zero; when the
-    ``cache_creation`` breakdown is present it splits writes into 5-minute and 1-hour."""
-    if not raw:
-        return Usage()
-    created = _count(raw, "cache_creation_input_tokens")
-    split = raw.get("cache_creation")
-    if isinstance(split, dict):
-        w5 = _count(split, "ephemeral_5m_input_tokens")
-        w1h = _count(split, "ephemeral_1h_input_tokens")
-        if w5 + w1h != created and created:
-            # The breakdown does not add up: bill the remainder at the 5-minute rate rather
-            # than drop tokens on the floor.
-            w5 += max(0, created - w5 - w1h)
-    else:
-        w5, w1h = created, 0
-    return Usage(
-        input=_count(raw, "input_tokens"),
-        output=_count(raw, "output_tokens"),
-        cache_read=_count(raw, "cache_read_input_tokens"),
-        cache_write_5m=w5,
-        cache_write_1h=w1h,
-    )
+    """Read an Anthropic ``usage`` object (see ``overnight.models.usage`` for every rule:
+    missing cache fields are zero, the ``cache_creation`` breakdown splits 5-minute from
+    1-hour writes, and compaction ``iterations`` are summed)."""
+    return from_anthropic(raw).usage
 
 
 def coerce_response(raw: object) -> ModelResponse:

@@ -1,0 +1,208 @@
+"""The ``anthropic`` provider: the Messages API through the official SDK.
+
+The request is already Anthropic-shaped, so system blocks, messages and ``cache_control``
+markers (on tools, system and message blocks) are sent exactly as given. Streaming is the
+default (``messages.stream``); ``stream=False`` uses ``messages.create``. A request with
+``task_budget_tokens`` goes to the beta Messages API with the task-budget beta header.
+
+Only text and ``tool_use`` blocks come back as content; thinking and server-tool blocks are
+left out of the content, but their tokens are in the usage, which ``overnight.models.usage``
+reads from the raw ``usage`` objects (for a stream: ``message_start`` and ``message_delta``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+import anthropic
+from anthropic.types import MessageParam, TextBlockParam, ToolParam
+from anthropic.types.beta import BetaMessageParam, BetaOutputConfigParam, BetaToolUnionParam
+
+from overnight.models.provider_errors import ProviderError, translate
+from overnight.models.types import (
+    ContentBlock,
+    ModelRequest,
+    ModelResponse,
+    TextBlock,
+    ToolUseBlock,
+)
+from overnight.models.usage import UsageRecord, from_anthropic, from_anthropic_stream
+
+TASK_BUDGET_BETA = "task-budgets-2026-03-13"
+PROVIDER = "anthropic"
+
+
+def tool_params(request: ModelRequest) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for tool in request.tools:
+        param: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": tool.input_schema,
+        }
+        if tool.cache_control is not None:
+            param["cache_control"] = tool.cache_control
+        out.append(param)
+    return out
+
+
+def _usage_dict(obj: object) -> dict[str, object] | None:
+    """The usage as the API sent it (SDK models keep unknown keys such as ``iterations``)."""
+    to_dict = getattr(obj, "to_dict", None)
+    if to_dict is None:
+        return None
+    return cast("dict[str, object]", to_dict(mode="json"))
+
+
+def to_response(message: object, record: UsageRecord) -> ModelResponse:
+    """Text and tool_use blocks of an SDK message (standard or beta); other blocks (thinking,
+    server tools, compaction) are left out. Blocks are read by their ``type``: the SDK builds
+    blocks of a type it does not know as some other block class."""
+    content: list[ContentBlock] = []
+    for block in cast("list[Any]", getattr(message, "content", None) or []):
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            content.append(TextBlock(text=str(block.text)))
+        elif kind == "tool_use":
+            raw_input = block.input
+            payload = dict(raw_input) if isinstance(raw_input, Mapping) else {}
+            content.append(ToolUseBlock(id=str(block.id), name=str(block.name), input=payload))
+    stop = getattr(message, "stop_reason", None)
+    model = getattr(message, "model", None)
+    return ModelResponse(
+        content=content,
+        stop_reason=stop if isinstance(stop, str) else None,
+        usage=record.usage,
+        usage_warning=record.warning,
+        model=model if isinstance(model, str) else None,
+    )
+
+
+class AnthropicClient:
+    """A ``ModelClient`` for the Anthropic Messages API.
+
+    ``base_url`` None keeps the SDK's own environment handling (``ANTHROPIC_BASE_URL``,
+    ``ANTHROPIC_API_KEY`` and the rest); so does ``api_key`` None. The SDK never retries:
+    ``RetryingClient`` is the one retry policy.
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        stream: bool = True,
+        timeout_s: float = 600.0,
+    ) -> None:
+        self.stream = stream
+        self.sdk = anthropic.Anthropic(
+            base_url=base_url, api_key=api_key, max_retries=0, timeout=timeout_s
+        )
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        try:
+            if request.task_budget_tokens is not None:
+                return self._beta(request)
+            return self._standard(request)
+        except ProviderError:
+            raise
+        except Exception as exc:
+            translated = translate(exc, PROVIDER)
+            if translated is None:
+                raise
+            raise translated from exc
+
+    def _common(self, request: ModelRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": request.messages,
+        }
+        if request.system:
+            kwargs["system"] = request.system
+        tools = tool_params(request)
+        if tools:
+            kwargs["tools"] = tools
+        return kwargs
+
+    def _standard(self, request: ModelRequest) -> ModelResponse:
+        kw = self._common(request)
+        messages = cast("list[MessageParam]", kw.pop("messages"))
+        system = cast("str | list[TextBlockParam]", kw.pop("system", anthropic.omit))
+        tools = cast("list[ToolParam]", kw.pop("tools", anthropic.omit))
+        output_config: Any = (
+            {"effort": request.effort} if request.effort is not None else anthropic.omit
+        )
+        if self.stream:
+            return _streamed(
+                self.sdk.messages.stream(
+                    model=request.model,
+                    max_tokens=request.max_tokens,
+                    messages=messages,
+                    system=system,
+                    tools=tools,
+                    output_config=output_config,
+                )
+            )
+        message = self.sdk.messages.create(
+            model=request.model,
+            max_tokens=request.max_tokens,
+            messages=messages,
+            system=system,
+            tools=tools,
+            output_config=output_config,
+            stream=False,
+        )
+        return to_response(message, from_anthropic(_usage_dict(message.usage)))
+
+    def _beta(self, request: ModelRequest) -> ModelResponse:
+        assert request.task_budget_tokens is not None
+        kw = self._common(request)
+        messages = cast("list[BetaMessageParam]", kw.pop("messages"))
+        system: Any = kw.pop("system", anthropic.omit)
+        tools = cast("list[BetaToolUnionParam]", kw.pop("tools", anthropic.omit))
+        config: dict[str, Any] = {
+            "task_budget": {"type": "tokens", "total": request.task_budget_tokens}
+        }
+        if request.effort is not None:
+            config["effort"] = request.effort
+        output_config = cast("BetaOutputConfigParam", config)
+        if self.stream:
+            return _streamed(
+                self.sdk.beta.messages.stream(
+                    model=request.model,
+                    max_tokens=request.max_tokens,
+                    messages=messages,
+                    system=system,
+                    tools=tools,
+                    output_config=output_config,
+                    betas=[TASK_BUDGET_BETA],
+                )
+            )
+        message = self.sdk.beta.messages.create(
+            model=request.model,
+            max_tokens=request.max_tokens,
+            messages=messages,
+            system=system,
+            tools=tools,
+            output_config=output_config,
+            betas=[TASK_BUDGET_BETA],
+            stream=False,
+        )
+        return to_response(message, from_anthropic(_usage_dict(message.usage)))
+
+
+def _streamed(manager: Any) -> ModelResponse:
+    """Consume a (standard or beta) message stream, keeping the raw ``message_start`` and
+    final ``message_delta`` usage for ``overnight.models.usage`` to merge."""
+    start: dict[str, object] | None = None
+    delta: dict[str, object] | None = None
+    with manager as stream:
+        for event in stream:
+            if event.type == "message_start":
+                start = _usage_dict(event.message.usage)
+            elif event.type == "message_delta":
+                delta = _usage_dict(event.usage)
+        final = stream.get_final_message()
+    return to_response(final, from_anthropic_stream(start, delta))

@@ -1,0 +1,168 @@
+"""Provider failures, translated once at the SDK boundary.
+
+``ProviderError`` is deliberately a plain exception, not a ``RunError``: it never ends a run by
+itself. ``RetryingClient`` (``overnight.models.retry``) turns it into the run's vocabulary:
+``ModelCallFailed`` when it is not retryable, ``DependencyUnavailable`` when retrying did not
+outlast it. An adapter used without ``RetryingClient`` lets it reach the gateway, which
+reports any non-``RunError`` as ``ModelCallFailed``.
+
+Retryable: HTTP 408, 409, 429, 5xx (Anthropic's 529 "overloaded" included), timeouts and
+connection errors, and error events inside a stream whose type says overload, rate limit or
+server error. Not retryable: every other 4xx (400, 401, 403, 404, 413, 422, ...), responses the
+SDK could not validate, and anything else. An explicit ``x-should-retry`` header from the
+provider overrides the status rule, as the providers intend it to.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+
+#: Anthropic error ``type`` values that arrive inside a 200 stream, and the status they mean.
+STREAM_ERROR_STATUS: dict[str, int] = {
+    "overloaded_error": 529,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+}
+
+
+class ProviderError(Exception):
+    """A provider call that failed, with what a retry policy needs to know."""
+
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status: int | None,
+        retryable: bool,
+        retry_after: float | None = None,
+        error_type: str | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        self.provider = provider
+        self.message = message
+        self.status = status
+        """The HTTP status (an in-stream error is given the status its type stands for);
+        None for timeouts and connection failures."""
+        self.retryable = retryable
+        self.retry_after = retry_after
+        """Seconds the provider asked to wait (``retry-after-ms`` / ``retry-after``), or None."""
+        self.error_type = error_type
+        self.request_id = request_id
+        where = f"HTTP {status}" if status is not None else "no response"
+        super().__init__(f"{provider} ({where}): {message}")
+
+
+def is_retryable_status(status: int) -> bool:
+    return status in RETRYABLE_STATUS or status >= 500
+
+
+def parse_retry_after(headers: Mapping[str, str], now: datetime | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (milliseconds) or ``retry-after`` (seconds or an
+    HTTP date). None when absent or unreadable; a date in the past means 0."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    ms = lowered.get("retry-after-ms")
+    if ms is not None:
+        try:
+            value = float(ms) / 1000.0
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value >= 0:
+            return value
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def _body_error(body: object) -> tuple[str | None, str | None]:
+    """(message, type) from an error body: ``{"error": {...}}`` or the error object itself."""
+    if not isinstance(body, Mapping):
+        return (body if isinstance(body, str) and body else None), None
+    inner = body.get("error")
+    err = inner if isinstance(inner, Mapping) else body
+    message = err.get("message")
+    kind = err.get("type") or err.get("code")
+    return (
+        message if isinstance(message, str) else None,
+        kind if isinstance(kind, str) else None,
+    )
+
+
+def _classify(
+    provider: str,
+    status: int,
+    headers: Mapping[str, str],
+    body: object,
+    fallback: str,
+    request_id: str | None,
+) -> ProviderError:
+    message, kind = _body_error(body)
+    if status == 200 and kind is not None:
+        # An error event inside a stream that had opened with 200.
+        status = STREAM_ERROR_STATUS.get(kind, 500)
+    retryable = is_retryable_status(status)
+    should = {k.lower(): v for k, v in headers.items()}.get("x-should-retry")
+    if should in ("true", "false"):
+        retryable = should == "true"
+    return ProviderError(
+        provider,
+        message or fallback,
+        status=status,
+        retryable=retryable,
+        retry_after=parse_retry_after(headers),
+        error_type=kind,
+        request_id=request_id,
+    )
+
+
+def translate(exc: Exception, provider: str) -> ProviderError | None:
+    """The ``ProviderError`` for an exception raised by the Anthropic or OpenAI SDK; None for
+    anything else (a bug of ours, which must not be retried or disguised)."""
+    import anthropic  # imported here: the SDKs take a second to import, and only SDK-backed
+    import openai  # providers ever raise their errors
+
+    if isinstance(exc, anthropic.APIStatusError | openai.APIStatusError):
+        headers = dict(exc.response.headers.items())
+        return _classify(provider, exc.status_code, headers, exc.body, exc.message, exc.request_id)
+    if isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError):
+        return ProviderError(provider, "the request timed out", status=None, retryable=True)
+    if isinstance(exc, anthropic.APIConnectionError | openai.APIConnectionError):
+        cause = exc.__cause__
+        detail = f": {cause}" if cause is not None else ""
+        return ProviderError(provider, f"connection failed{detail}", status=None, retryable=True)
+    if isinstance(exc, anthropic.APIError | openai.APIError):
+        # A response the SDK could not read, or an error event without a status.
+        message, kind = _body_error(exc.body)
+        status = STREAM_ERROR_STATUS.get(kind) if kind else None
+        return ProviderError(
+            provider,
+            message or exc.message,
+            status=status,
+            retryable=status is not None and is_retryable_status(status),
+            error_type=kind,
+        )
+    if isinstance(exc, anthropic.AnthropicError | openai.OpenAIError):
+        return ProviderError(provider, str(exc), status=None, retryable=False)
+    return None

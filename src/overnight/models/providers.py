@@ -1,0 +1,111 @@
+"""The providers behind the model seam, and ``build_client``, which picks one from the spec.
+
+- ``python``: a callable or client named by ``target`` (``overnight.models.seam``);
+- ``anthropic``: the Messages API (``overnight.models.anthropic_provider``);
+- ``openai``: the Responses API by default, chat completions with ``api = "chat"``;
+- ``openai-compatible``: chat completions (by default) against ``base_url`` (vLLM, Ollama,
+  llama.cpp and other servers speaking the OpenAI protocol)
+  (both in ``overnight.models.openai_provider``).
+
+The SDK-backed providers are wrapped in ``RetryingClient``: SDK errors become
+``ProviderError`` at the adapter (``overnight.models.provider_errors``) and the retry policy
+turns what it cannot retry away into ``ModelCallFailed`` or ``DependencyUnavailable``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from overnight.core.errors import ConfigError
+from overnight.models.provider_errors import ProviderError, parse_retry_after, translate
+from overnight.models.retry import RetryHook, RetryingClient, sleep_for_clock
+from overnight.models.seam import ModelClient, python_model
+
+if TYPE_CHECKING:
+    from overnight.models.anthropic_provider import AnthropicClient
+    from overnight.models.openai_provider import Api, OpenAIClient
+    from overnight.spec import ModelSpec
+
+#: The API each OpenAI-protocol provider uses when the spec does not say.
+DEFAULT_API: dict[str, Api] = {"openai": "responses", "openai-compatible": "chat"}
+
+#: Backoff of the retry policy: the first wait is about a second, no wait is over a minute
+#: (unless the provider's ``retry-after`` asks for more).
+BASE_DELAY_S = 1.0
+MAX_DELAY_S = 60.0
+
+__all__ = [
+    "DEFAULT_API",
+    "ProviderError",
+    "RetryingClient",
+    "build_client",
+    "parse_retry_after",
+    "sdk_client",
+    "sleep_for_clock",
+    "translate",
+]
+
+
+def sdk_client(spec: ModelSpec) -> AnthropicClient | OpenAIClient:
+    """The adapter for an SDK-backed provider, without the retry policy. (The SDKs are
+    imported here, not with this module: they take a second to import.)"""
+    import anthropic
+    import openai
+
+    from overnight.models.anthropic_provider import AnthropicClient
+    from overnight.models.openai_provider import OpenAIClient
+
+    try:
+        if spec.provider == "anthropic":
+            return AnthropicClient(
+                base_url=spec.base_url, stream=spec.stream, timeout_s=spec.timeout_s
+            )
+        if spec.provider in DEFAULT_API:
+            return OpenAIClient(
+                api=spec.api or DEFAULT_API[spec.provider],
+                base_url=spec.base_url,
+                stream=spec.stream,
+                timeout_s=spec.timeout_s,
+                compatible=spec.provider == "openai-compatible",
+            )
+    except (anthropic.AnthropicError, openai.OpenAIError) as exc:
+        raise ConfigError(
+            "model.provider",
+            f"the {spec.provider} client cannot be set up: {exc}",
+            "set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY, "
+            "OPENAI_API_KEY)",
+        ) from None
+    from overnight.spec import PROVIDERS
+
+    raise ConfigError(
+        "model.provider",
+        f"unknown provider {spec.provider!r}",
+        f"use one of {', '.join(PROVIDERS)}",
+    )
+
+
+def build_client(
+    spec: ModelSpec,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    monotonic: Callable[[], float] = time.monotonic,
+    on_retry: RetryHook | None = None,
+) -> ModelClient:
+    """The ``ModelClient`` the spec's ``[model]`` describes. ``sleep`` and ``monotonic`` are the
+    harness's, so retry waits count against the night's clock."""
+    if spec.provider == "python":
+        if spec.target is None:
+            raise ConfigError("model.target", "the python provider needs a target", "module:attr")
+        return python_model(spec.target)
+    return RetryingClient(
+        sdk_client(spec),
+        max_attempts=spec.max_attempts,
+        base_delay_s=BASE_DELAY_S,
+        max_delay_s=MAX_DELAY_S,
+        outage_limit_s=spec.outage_limit_s,
+        sleep=sleep,
+        monotonic=monotonic,
+        on_retry=on_retry,
+    )

@@ -1,0 +1,116 @@
+"""The one retry policy for model calls (the SDKs' own retries are switched off).
+
+``RetryingClient`` retries a ``ProviderError`` that is retryable, waiting an exponential
+backoff with jitter, and never less than the provider's ``retry-after``. Waits go through the
+``sleep`` it is given: the harness passes one that matches its clock, so the time spent
+waiting counts against the night's wall clock (and a ``FakeClock`` simply moves on).
+
+How a call ends when it does not succeed:
+
+- a non-retryable error -> ``ModelCallFailed`` carrying the provider's message;
+- a retryable error that outlasts ``outage_limit_s`` (measured from the first failure, and
+  checked before each wait: a wait that would end past the limit is not started) or
+  ``max_attempts`` -> ``DependencyUnavailable``, which the endings table marks resumable:
+  the error was transient in kind, so a later resume may well succeed.
+
+Anything that is not a ``ProviderError`` passes through untouched.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+from overnight.core.errors import DependencyUnavailable, ModelCallFailed
+from overnight.models.provider_errors import ProviderError
+from overnight.models.seam import ModelClient
+from overnight.models.types import ModelRequest, ModelResponse
+
+#: Called before each wait with the error and the seconds about to be waited.
+RetryHook = Callable[[ProviderError, float], None]
+
+
+class RetryingClient:
+    """Wraps a ``ModelClient`` whose failures are ``ProviderError``s."""
+
+    def __init__(
+        self,
+        inner: ModelClient,
+        *,
+        max_attempts: int = 20,
+        base_delay_s: float = 1.0,
+        max_delay_s: float = 60.0,
+        outage_limit_s: float = 900.0,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        jitter: Callable[[], float] = random.random,
+        on_retry: RetryHook | None = None,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.inner = inner
+        self.max_attempts = max_attempts
+        self.base_delay_s = base_delay_s
+        self.max_delay_s = max_delay_s
+        self.outage_limit_s = outage_limit_s
+        self._sleep = sleep
+        self._monotonic = monotonic
+        self._jitter = jitter
+        self._on_retry = on_retry
+
+    def backoff(self, attempt: int) -> float:
+        """The wait after failed attempt ``attempt`` (1-based) before the provider's word:
+        ``base * 2**(attempt-1)`` capped at ``max_delay_s``, then jittered down by up to half
+        (so parallel callers spread out, and no wait is below half the backoff)."""
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** min(attempt - 1, 64))
+        return ceiling * (0.5 + 0.5 * self._jitter())
+
+    def complete(self, request: ModelRequest) -> ModelResponse | dict[str, object]:
+        first_failure: float | None = None
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self.inner.complete(request)
+            except ProviderError as err:
+                if not err.retryable:
+                    raise ModelCallFailed(
+                        f"{request.purpose} call refused by {err.provider}"
+                        f"{_status(err)}: {err.message}"
+                    ) from err
+                now = self._monotonic()
+                if first_failure is None:
+                    first_failure = now
+                down_for = now - first_failure
+                if attempt >= self.max_attempts:
+                    raise DependencyUnavailable(
+                        f"{err.provider} still failing after {attempt} attempts over "
+                        f"{down_for:.0f}s{_status(err)}: {err.message}"
+                    ) from err
+                wait = self.backoff(attempt)
+                if err.retry_after is not None:
+                    wait = max(wait, err.retry_after)
+                if down_for + wait > self.outage_limit_s:
+                    raise DependencyUnavailable(
+                        f"{err.provider} unavailable for {down_for:.0f}s; the next try "
+                        f"(in {wait:.0f}s) would pass the {self.outage_limit_s:.0f}s outage "
+                        f"limit{_status(err)}: {err.message}"
+                    ) from err
+                if self._on_retry is not None:
+                    self._on_retry(err, wait)
+                self._sleep(wait)
+
+
+def _status(err: ProviderError) -> str:
+    return f" (HTTP {err.status})" if err.status is not None else " (no response)"
+
+
+def sleep_for_clock(clock: object) -> Callable[[float], None]:
+    """The sleep that matches a clock: a ``FakeClock`` advances, any other clock really
+    sleeps (and its monotonic time moves with it)."""
+    from overnight.clock import FakeClock
+
+    if isinstance(clock, FakeClock):
+        return clock.advance
+    return time.sleep

@@ -1,0 +1,17 @@
+"""The tools an agent may be given: each confined to the run's worktree, each allowlisted."""
+
+from overnight.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+from overnight.tools.sandbox import resolve_inside
+from overnight.tools.toolbox import BUILTIN_TOOLS, READ_ONLY_TOOLS, Toolbox, ToolsSpec
+
+__all__ = [
+    "BUILTIN_TOOLS",
+    "READ_ONLY_TOOLS",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolOutcome",
+    "Toolbox",
+    "ToolsSpec",
+    "resolve_inside",
+]

@@ -1,0 +1,47 @@
+"""The tool seam. A tool never raises at the model: every refusal or failure comes back as a
+``ToolOutcome`` with ``is_error`` set and a message that says what was wrong and what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+
+class ToolError(Exception):
+    """Raised inside a tool; the toolbox turns it into an error outcome the model sees."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    root: Path
+    """The worktree: every path a tool touches resolves inside it (symlinks included)."""
+    artifacts: Path
+    """Where full outputs are kept when what the model sees is cut short."""
+    call_id: str
+    """Unique per call within the run (used to name artifacts)."""
+    seconds_left: Callable[[], float] = field(default=lambda: float("inf"))
+    stop_requested: Callable[[], str | None] = field(default=lambda: None)
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    content: str
+    is_error: bool = False
+    artifact: str | None = None
+    """Path of the full output when ``content`` was shortened."""
+    repeat_key: str | None = None
+    """What makes two results the same for the agent's loop detection, when ``content`` also
+    carries what differs between identical runs (a duration, a log path); None: ``content``."""
+
+
+@runtime_checkable
+class Tool(Protocol):
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    mutating: bool
+    """Changes the worktree (reversible through git) or the world."""
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome: ...

@@ -1,0 +1,303 @@
+"""The toolbox: which tools an agent gets (``ToolsSpec``, the ``[tools]`` table of the spec),
+what the model is told about them (``specs``), and the one entry point that runs them
+(``dispatch``), which never raises: every problem becomes an error outcome the model reads.
+"""
+
+from __future__ import annotations
+
+import copy
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from overnight.core.errors import ConfigError, DiskFull
+from overnight.models.types import ToolSpec
+from overnight.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+from overnight.tools.builtin import (
+    EditFileTool,
+    ListFilesTool,
+    ReadFileTool,
+    RunCommandTool,
+    SearchTextTool,
+    WriteFileTool,
+    is_git_command,
+    parse_command,
+)
+
+#: The built-in tools, in the order the model is shown them.
+BUILTIN_TOOLS: tuple[str, ...] = (
+    "read_file",
+    "list_files",
+    "search_text",
+    "write_file",
+    "edit_file",
+    "run_command",
+)
+
+#: What an agent gets when the spec says nothing: it can look, not touch.
+READ_ONLY_TOOLS: tuple[str, ...] = ("read_file", "list_files", "search_text")
+
+#: A crash message longer than this is cut (a repr can be huge).
+_CRASH_REPR_CHARS = 2000
+
+
+class ToolsSpec(BaseModel):
+    """The ``[tools]`` table: the tools an agent task may use."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    allow: list[str] = Field(default_factory=lambda: list(READ_ONLY_TOOLS))
+    """Built-in tools the agent may call: read_file, list_files, search_text, write_file,
+    edit_file, run_command. Default: the read-only three."""
+    commands: list[str] = Field(default_factory=list)
+    """Command prefixes ``run_command`` accepts, compared word by word (``"pytest"`` allows
+    ``pytest -q tests``; ``"python -m pytest"`` does not allow ``python -c ...``). Empty:
+    ``run_command`` refuses every command. git can never be allowed."""
+    command_timeout_s: float = Field(default=300.0, gt=0)
+    """Longest a ``run_command`` call may run, in seconds (never past the run's own end)."""
+    max_output_chars: int = Field(default=8000, ge=200)
+    """Characters of a command's output the model sees; the full output goes to the run's
+    artifacts."""
+
+    @field_validator("allow")
+    @classmethod
+    def _known_tools(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if name not in BUILTIN_TOOLS:
+                raise ConfigError(
+                    "tools.allow",
+                    f"unknown tool {name!r}",
+                    f"use names of built-in tools: {', '.join(BUILTIN_TOOLS)}",
+                )
+        return list(dict.fromkeys(value))
+
+    @field_validator("commands")
+    @classmethod
+    def _plain_prefixes(cls, value: list[str]) -> list[str]:
+        for command in value:
+            try:
+                words = parse_command(command)
+            except ToolError as exc:
+                raise ConfigError(
+                    "tools.commands",
+                    f"{command!r} is not a plain command prefix: {exc}",
+                    'write program names and arguments only, e.g. "pytest" or "ruff check"',
+                ) from None
+            if is_git_command(words):
+                raise ConfigError(
+                    "tools.commands",
+                    f"{command!r}: git cannot be allowed, overnight manages the repository's "
+                    "history itself",
+                    "remove it from tools.commands",
+                )
+        return value
+
+
+def build_tool(name: str, spec: ToolsSpec) -> Tool:
+    """The built-in tool called ``name``, configured by ``spec``."""
+    if name == "read_file":
+        return ReadFileTool()
+    if name == "list_files":
+        return ListFilesTool()
+    if name == "search_text":
+        return SearchTextTool()
+    if name == "write_file":
+        return WriteFileTool()
+    if name == "edit_file":
+        return EditFileTool()
+    if name == "run_command":
+        return RunCommandTool(
+            spec.commands,
+            timeout_s=spec.command_timeout_s,
+            max_output_chars=spec.max_output_chars,
+        )
+    raise ValueError(f"no built-in tool is called {name!r}")
+
+
+class Toolbox:
+    """The tools of one agent, by name."""
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"two tools are called {tool.name!r}")
+            self._tools[tool.name] = tool
+
+    @classmethod
+    def from_spec(cls, spec: ToolsSpec) -> Toolbox:
+        return cls([build_tool(name, spec) for name in BUILTIN_TOOLS if name in spec.allow])
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def specs(self) -> list[ToolSpec]:
+        """What the model request lists, one entry per tool, in a stable order."""
+        return [
+            ToolSpec(
+                name=tool.name,
+                description=tool.description,
+                input_schema=copy.deepcopy(dict(tool.input_schema)),
+            )
+            for tool in self._tools.values()
+        ]
+
+    def mutating(self, name: str) -> bool:
+        """Whether the tool called ``name`` changes the worktree (False if there is none)."""
+        tool = self._tools.get(name)
+        return bool(tool is not None and tool.mutating)
+
+    def dispatch(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Run one tool call. An unknown tool, arguments that do not fit the schema, a refusal
+        and a crash all come back as error outcomes; only a full disk (``DiskFull``) is raised,
+        because it ends the run rather than the tool call."""
+        tool = self._tools.get(name)
+        if tool is None:
+            available = ", ".join(self._tools) or "none"
+            if name in BUILTIN_TOOLS:
+                why = f"the tool {name!r} is not enabled in this run"
+            else:
+                why = f"there is no tool called {name!r}"
+            return ToolOutcome(f"{why}; the tools you can use are: {available}", is_error=True)
+        if not isinstance(args, Mapping):
+            return ToolOutcome(
+                f"the arguments of {name} must be an object, got {type(args).__name__}",
+                is_error=True,
+            )
+        try:
+            problem = schema_problem(tool.input_schema, args)
+        except Exception as exc:
+            problem = f"the arguments could not be checked ({exc!r})"
+        if problem is not None:
+            return ToolOutcome(f"invalid arguments for {name}: {problem}", is_error=True)
+        try:
+            outcome = tool.run(args, ctx)
+        except ToolError as exc:
+            return ToolOutcome(str(exc) or f"{name} failed", is_error=True)
+        except DiskFull:
+            raise  # not the model's problem to solve: the run ends disk_full, with a result
+        except Exception as exc:
+            return ToolOutcome(f"tool crashed: {_cut(repr(exc))}", is_error=True)
+        if not isinstance(outcome, ToolOutcome):
+            return ToolOutcome(
+                f"tool crashed: {name} returned {_cut(repr(outcome))} instead of an outcome",
+                is_error=True,
+            )
+        return outcome
+
+
+def _cut(text: str) -> str:
+    if len(text) <= _CRASH_REPR_CHARS:
+        return text
+    return text[:_CRASH_REPR_CHARS] + f"... [{len(text) - _CRASH_REPR_CHARS} characters cut]"
+
+
+# --------------------------------------------------------------------------- schema check
+
+_JSON_TYPES: dict[str, str] = {
+    "object": "an object",
+    "array": "an array",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    return type(value).__name__
+
+
+def _fits_type(value: object, expected: str) -> bool:
+    actual = _json_type(value)
+    if expected == "number":
+        return actual in ("integer", "number")
+    if expected == "integer" and actual == "number":
+        return isinstance(value, float) and value.is_integer()
+    return actual == expected
+
+
+_BOUNDS: tuple[tuple[str, Callable[[Any, Any], bool], str], ...] = (
+    ("minimum", operator.ge, "at least"),
+    ("maximum", operator.le, "at most"),
+    ("exclusiveMinimum", operator.gt, "more than"),
+    ("exclusiveMaximum", operator.lt, "less than"),
+)
+
+
+def schema_problem(schema: Mapping[str, Any], value: object, where: str = "") -> str | None:
+    """The first way ``value`` fails ``schema``, or None when it fits.
+
+    A small subset of JSON Schema, enough for tool inputs: ``type``, ``properties``,
+    ``required``, ``additionalProperties: false``, ``items``, ``enum``, ``minimum``,
+    ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``, ``minLength``, ``maxLength``.
+    """
+    label = f"{where!r}" if where else "the arguments"
+    expected = schema.get("type")
+    if expected is not None:
+        options = [expected] if isinstance(expected, str) else list(expected)
+        if not any(_fits_type(value, t) for t in options):
+            wanted = " or ".join(_JSON_TYPES.get(t, t) for t in options)
+            return f"{label} must be {wanted}, got {_json_type(value)} {_short(value)}"
+    if "enum" in schema and value not in schema["enum"]:
+        choices = ", ".join(repr(c) for c in schema["enum"])
+        return f"{label} must be one of {choices}, got {_short(value)}"
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        for key, ok, words in _BOUNDS:
+            bound = schema.get(key)
+            if bound is not None and not ok(value, bound):
+                return f"{label} must be {words} {bound}, got {value}"
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return f"{label} must have at least {schema['minLength']} character(s)"
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return f"{label} must have at most {schema['maxLength']} characters"
+    if isinstance(value, Mapping):
+        return _object_problem(schema, value, where)
+    if isinstance(value, list | tuple) and isinstance(schema.get("items"), Mapping):
+        for index, item in enumerate(value):
+            problem = schema_problem(schema["items"], item, f"{where}[{index}]")
+            if problem is not None:
+                return problem
+    return None
+
+
+def _object_problem(schema: Mapping[str, Any], value: Mapping[Any, Any], where: str) -> str | None:
+    properties: Mapping[str, Any] = schema.get("properties", {})
+    prefix = f"{where}." if where else ""
+    for key in schema.get("required", ()):
+        if key not in value:
+            return f"{prefix}{key!r} is required"
+    if schema.get("additionalProperties") is False:
+        extra = [k for k in value if k not in properties]
+        if extra:
+            accepted = ", ".join(properties) or "none"
+            return f"unexpected argument {prefix}{extra[0]!r} (accepted: {accepted})"
+    for key, sub in properties.items():
+        if key in value and isinstance(sub, Mapping):
+            problem = schema_problem(sub, value[key], f"{prefix}{key}")
+            if problem is not None:
+                return problem
+    return None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,103 @@
+"""A local HTTP server that answers with recorded responses, in order, and keeps every request
+it received. It listens on 127.0.0.1 only, in a thread; ``close`` stops it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from tests.models.cassettes import Interaction
+
+#: Headers the server recomputes or that describe the recording's own connection.
+_DROPPED = {"content-length", "transfer-encoding", "connection", "content-encoding", "keep-alive"}
+
+
+@dataclass
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class ReplayServer:
+    def __init__(self) -> None:
+        self.queue: deque[tuple[Interaction, dict[str, str]]] = deque()
+        self.received: list[Received] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body: Any = json.loads(raw) if raw else None
+                except json.JSONDecodeError:
+                    body = raw.decode("utf-8", "replace")
+                with server._lock:
+                    server.received.append(
+                        Received(
+                            self.command,
+                            self.path,
+                            {k.lower(): v for k, v in self.headers.items()},
+                            body,
+                        )
+                    )
+                    item = server.queue.popleft() if server.queue else None
+                if item is None:
+                    payload = b'{"error": {"type": "api_error", "message": "replay exhausted"}}'
+                    self._send(599, {"content-type": "application/json"}, payload, None)
+                    return
+                interaction, extra = item
+                headers = {k: v for k, v in interaction.headers.items() if k not in _DROPPED}
+                headers.update(extra)
+                if interaction.wire_encoding == "gzip":
+                    self._send(interaction.status, headers, interaction.wire_body, "gzip")
+                else:
+                    self._send(interaction.status, headers, interaction.body, None)
+
+            do_GET = do_POST
+
+            def _send(
+                self, status: int, headers: dict[str, str], body: bytes, encoding: str | None
+            ) -> None:
+                self.send_response(status)
+                for key, value in headers.items():
+                    self.send_header(key, value)
+                if encoding:
+                    self.send_header("content-encoding", encoding)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def serve(self, interaction: Interaction, **extra_headers: str) -> None:
+        """Queue one recorded response (``extra_headers`` added or replaced, e.g. to compose a
+        ``retry-after`` the recording did not keep)."""
+        self.queue.append((interaction, {k.replace("_", "-"): v for k, v in extra_headers.items()}))
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
