@@ -10,40 +10,27 @@ from __future__ import annotations
 import contextlib
 import traceback
 from dataclasses import dataclass
-from typing import Any
 
 from overnight import workspace as ws
 from overnight.agent.loop import AgentExecutor
 from overnight.clock import Clock
 from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading, Ledger, reading
-from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
-from overnight.core.errors import Interrupted, InvalidModelOutput
+from overnight.core.errors import Interrupted
 from overnight.core.goal import Goal
 from overnight.core.resume import VerifyOutcome, outcome_of_exit
 from overnight.core.state import PredicateRecord, RunState
-from overnight.core.tasks import InFlight, ParkedTask, Task, pop_highest
+from overnight.core.tasks import InFlight, Task, pop_highest
 from overnight.executor import ExecContext, TaskExecutor, load_executor
+from overnight.harness_calls import HarnessCalls
 from overnight.models.gateway import ModelGateway, spend_totals
 from overnight.models.providers import build_client, sleep_for_clock
 from overnight.models.seam import ModelClient
-from overnight.models.structured import ask_structured
 from overnight.process import (
     CommandResult,
     end_orphaned_group,
     process_identity,
     run_command,
-)
-from overnight.prompts import (
-    DRIFT_TOOL,
-    PLAN_TOOL,
-    REPLAN_TOOL,
-    PlanAnswer,
-    ReplanAnswer,
-    drift_request,
-    plan_request,
-    planned_to_task,
-    replan_request,
 )
 from overnight.spec import Spec
 from overnight.store.checkpoint import save_checkpoint
@@ -73,7 +60,7 @@ def task_marker(task_id: str) -> str:
     return f"(overnight task {task_id})"
 
 
-class Night:
+class Night(HarnessCalls):
     """One run being driven by this process."""
 
     def __init__(
@@ -230,14 +217,14 @@ class Night:
         s.laps += 1
         task, s.queue = pop_highest(s.queue)
         retries = task.retries if task.retries is not None else self.spec.run.retries
-        attempt = 0
+        attempt, earlier = 0, ""
         while True:
             attempt += 1
             s.in_progress = InFlight(task=task, attempt=attempt)
             s.steps_used += 1
             self.checkpoint()  # IN_PROGRESS is on disk before anything happens
             self.trace.event("task", event="started", task=task.id, attempt=attempt)
-            status = self.execute(task, attempt)
+            status = self.execute(task, attempt, earlier)
             outcome, detail = self.verify(task)
             self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
             if outcome is VerifyOutcome.DONE:
@@ -255,6 +242,10 @@ class Night:
                 reason = f"not done after {attempt} attempt(s)"
                 s.finish_parked(task, reason, detail, self.discard(task, attempt))
                 break
+            earlier = (
+                f"Attempt {attempt} of this task did not pass the check `{task.verify}`; "
+                f"its edits are still in the worktree. The check said:\n{detail[-1500:]}"
+            )
         self.trace.event("decision", decision="task_finished", task=task.id, outcome=outcome.value)
         self.checkpoint()
         # The predicate first: a drift check refused for money (or failing) must not hide a
@@ -274,7 +265,7 @@ class Night:
 
     # -- the steps of a lap ----------------------------------------------------------------
 
-    def execute(self, task: Task, attempt: int) -> str:
+    def execute(self, task: Task, attempt: int, earlier: str = "") -> str:
         """Carry the task out; return what the executor reported (``finished`` for commands)."""
         if task.command is not None:
             result = self.run(task.command, task.timeout_s, f"{task.id}.{attempt}.log", clip=True)
@@ -304,6 +295,7 @@ class Night:
             now=self.seconds_used,
             note=lambda kind, fields: self.trace.event(kind, **fields),
             lessons=list(self.state.lessons),
+            earlier=earlier,
             tokens_affordable=self.tokens_affordable,
             advance_clock=getattr(self.clock, "advance", lambda _s: None),
         )
@@ -419,91 +411,6 @@ class Night:
         self.state.route_resumed(outcome, detail, commit, patch)
         self.trace.event(
             "decision", decision="resume_verified", task=flight.task.id, outcome=outcome.value
-        )
-        self.checkpoint()
-
-    # -- model calls made by the harness ---------------------------------------------------
-
-    def _model(self) -> tuple[ModelGateway, str, int]:
-        assert self.gateway is not None and self.spec.model is not None
-        return self.gateway, self.spec.model.name, self.spec.model.max_tokens
-
-    def plan(self) -> None:
-        """Seed the queue. An invalid plan is asked for again once, then parked with the
-        reason (the run then ends QUEUE_EMPTY_GOAL_UNMET, with the reason in the report)."""
-        gateway, name, max_tokens = self._model()
-        self.state.planned = True
-        try:
-            answer = ask_structured(
-                gateway.call,
-                plan_request(name, max_tokens, self.goal.text),
-                PlanAnswer,
-                PLAN_TOOL.name,
-            )
-        except InvalidModelOutput as exc:
-            self.park_planning("plan", exc.detail)
-            return
-        tasks = [planned_to_task(p, "plan", self.spec.run.retries) for p in answer.tasks]
-        added = self.state.add_tasks(tasks)
-        self.trace.event("decision", decision="planned", tasks=[t.id for t in added])
-
-    def park_planning(self, what: str, why: str) -> None:
-        marker = Task(
-            id=f"{what}.{self.state.laps}",
-            title=f"{what} the queue",
-            brief=self.goal.text,
-            verify="false",
-            origin="plan",
-        )
-        self.state.parked.append(
-            ParkedTask(task=marker, reason=f"the {what} answer was invalid twice", detail=why)
-        )
-        self.trace.event("decision", decision=f"{what}_parked", detail=why)
-
-    def should_replan(self) -> bool:
-        s = self.state
-        return (
-            self.spec.run.replan
-            and self.gateway is not None
-            and self.executor is not None
-            and bool(s.queue)
-            and not s.goal_met
-        )
-
-    def replan(self) -> None:
-        gateway, name, max_tokens = self._model()
-        s = self.state
-        facts: dict[str, Any] = {
-            "done": [c.task.id for c in s.completed],
-            "parked": [{"id": p.task.id, "reason": p.reason} for p in s.parked],
-            "queue": [{"id": t.id, "title": t.title} for t in s.queue],
-            "goal_check": (s.last_predicate.detail[-800:] if s.last_predicate else ""),
-        }
-        request = replan_request(name, max_tokens, self.goal.text, facts)
-        try:
-            answer = ask_structured(gateway.call, request, ReplanAnswer, REPLAN_TOOL.name)
-        except InvalidModelOutput as exc:
-            self.park_planning("replan", exc.detail)
-            return
-        tasks = [planned_to_task(p, "replan", self.spec.run.retries) for p in answer.add]
-        added = s.add_tasks(tasks)
-        self.trace.event("decision", decision="replanned", added=[t.id for t in added])
-
-    def drift_check(self) -> None:
-        self.goal.assert_intact(self.expected_goal_sha)
-        gateway, name, max_tokens = self._model()
-        request = drift_request(name, max_tokens, self.goal.text, self.state.queue)
-        # Asked again once if invalid; a second invalid verdict ends the run (a safety check
-        # that cannot be read is not skipped).
-        verdict = ask_structured(gateway.call, request, DriftVerdict, DRIFT_TOOL.name)
-        decision = drift_gate(self.state.queue, verdict)
-        self.state.apply_drift(verdict, decision, self.seconds_used())
-        self.trace.event(
-            "decision",
-            decision="drift",
-            score=verdict.drift_score,
-            action=decision.action,
-            pruned=[t.id for t in decision.pruned],
         )
         self.checkpoint()
 

@@ -95,11 +95,9 @@ OUTPUT_PRICED = {
 
 
 def until_noticed_twice(request: ModelRequest, step: int) -> Step:
-    seen = sum(NOTICE in text_of(m["content"]) for m in request.messages if m["role"] == "user")
-    noticed = NOTICE in text_of(request.messages[-1]["content"])
-    if noticed and step >= 10:
+    """Reads on (new arguments each time) until the second call that carries a notice."""
+    if NOTICE in text_of(request.messages[-1]["content"]) and step >= 10:
         return "Stopping here to save money."
-    assert seen <= 1, "a notice was kept in the conversation"
     return ("read_file", {"path": "calc/core.py", "limit": step + 1})
 
 
