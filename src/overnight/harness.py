@@ -113,6 +113,7 @@ class Night(HarnessCalls):
                 on_retry=lambda err, wait: self.trace.event(
                     "model_retry", error=str(err), status=err.status, wait_s=round(wait, 3)
                 ),
+                time_left=lambda: self.seconds_left(),
             )
         if model is not None and spec.model is not None:
             self.gateway = ModelGateway(

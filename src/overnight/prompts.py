@@ -97,6 +97,7 @@ def drift_request(model: str, max_tokens: int, goal_text: str, queue: list[Task]
             }
         ],
         tools=[DRIFT_TOOL],
+        tool_choice=DRIFT_TOOL.name,
         max_tokens=max_tokens,
     )
 
@@ -108,6 +109,7 @@ def plan_request(model: str, max_tokens: int, goal_text: str) -> ModelRequest:
         system=PLAN_SYSTEM,
         messages=[{"role": "user", "content": f"<goal>{goal_text}</goal>"}],
         tools=[PLAN_TOOL],
+        tool_choice=PLAN_TOOL.name,
         max_tokens=max_tokens,
     )
 
@@ -128,6 +130,7 @@ def replan_request(
             }
         ],
         tools=[REPLAN_TOOL],
+        tool_choice=REPLAN_TOOL.name,
         max_tokens=max_tokens,
     )
 

@@ -37,6 +37,8 @@ def assistant_message(response: ModelResponse) -> dict[str, Any]:
             blocks.append({"type": "text", "text": b.text})
         elif isinstance(b, ToolUseBlock):
             blocks.append({"type": "tool_use", "id": b.id, "name": b.name, "input": b.input})
+        else:  # thinking goes back exactly as it came (the API checks its signature)
+            blocks.append(b.model_dump())
     return {"role": "assistant", "content": blocks or [{"type": "text", "text": ""}]}
 
 

@@ -24,7 +24,9 @@ from overnight.models.types import (
     ContentBlock,
     ModelRequest,
     ModelResponse,
+    RedactedThinkingBlock,
     TextBlock,
+    ThinkingBlock,
     ToolUseBlock,
 )
 from overnight.models.usage import UsageRecord, from_anthropic, from_anthropic_stream
@@ -56,8 +58,8 @@ def _usage_dict(obj: object) -> dict[str, object] | None:
 
 
 def to_response(message: object, record: UsageRecord) -> ModelResponse:
-    """Text and tool_use blocks of an SDK message (standard or beta); other blocks (thinking,
-    server tools, compaction) are left out. Blocks are read by their ``type``: the SDK builds
+    """Text, tool_use and thinking blocks of an SDK message (standard or beta); others (server
+    tools, compaction) are left out. Blocks are read by their ``type``: the SDK builds
     blocks of a type it does not know as some other block class."""
     content: list[ContentBlock] = []
     for block in cast("list[Any]", getattr(message, "content", None) or []):
@@ -68,6 +70,15 @@ def to_response(message: object, record: UsageRecord) -> ModelResponse:
             raw_input = block.input
             payload = dict(raw_input) if isinstance(raw_input, Mapping) else {}
             content.append(ToolUseBlock(id=str(block.id), name=str(block.name), input=payload))
+        elif kind == "thinking":
+            content.append(
+                ThinkingBlock(
+                    thinking=str(getattr(block, "thinking", "")),
+                    signature=str(getattr(block, "signature", "") or ""),
+                )
+            )
+        elif kind == "redacted_thinking":
+            content.append(RedactedThinkingBlock(data=str(getattr(block, "data", ""))))
     stop = getattr(message, "stop_reason", None)
     model = getattr(message, "model", None)
     return ModelResponse(
@@ -126,6 +137,12 @@ class AnthropicClient:
             kwargs["tools"] = tools
         return kwargs
 
+    @staticmethod
+    def _tool_choice(request: ModelRequest) -> Any:
+        if request.tool_choice is None:
+            return anthropic.omit
+        return {"type": "tool", "name": request.tool_choice}
+
     def _standard(self, request: ModelRequest) -> ModelResponse:
         kw = self._common(request)
         messages = cast("list[MessageParam]", kw.pop("messages"))
@@ -142,6 +159,7 @@ class AnthropicClient:
                     messages=messages,
                     system=system,
                     tools=tools,
+                    tool_choice=self._tool_choice(request),
                     output_config=output_config,
                 )
             )
@@ -151,6 +169,7 @@ class AnthropicClient:
             messages=messages,
             system=system,
             tools=tools,
+            tool_choice=self._tool_choice(request),
             output_config=output_config,
             stream=False,
         )
@@ -176,6 +195,7 @@ class AnthropicClient:
                     messages=messages,
                     system=system,
                     tools=tools,
+                    tool_choice=self._tool_choice(request),
                     output_config=output_config,
                     betas=[TASK_BUDGET_BETA],
                 )
@@ -186,6 +206,7 @@ class AnthropicClient:
             messages=messages,
             system=system,
             tools=tools,
+            tool_choice=self._tool_choice(request),
             output_config=output_config,
             betas=[TASK_BUDGET_BETA],
             stream=False,

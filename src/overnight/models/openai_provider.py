@@ -98,6 +98,11 @@ class OpenAIClient:
         tools = chat_tools(request)
         if tools:
             kwargs["tools"] = tools
+            if request.tool_choice is not None:
+                kwargs["tool_choice"] = {
+                    "type": "function",
+                    "function": {"name": request.tool_choice},
+                }
         if request.effort is not None:
             kwargs["reasoning_effort"] = request.effort
         if not self.stream:
@@ -121,6 +126,8 @@ class OpenAIClient:
         tools = cast("list[ToolParam]", responses_tools(request))
         if tools:
             kwargs["tools"] = tools
+            if request.tool_choice is not None:
+                kwargs["tool_choice"] = {"type": "function", "name": request.tool_choice}
         if request.effort is not None:
             kwargs["reasoning"] = {"effort": request.effort}
         if not self.stream:

@@ -92,6 +92,7 @@ def build_client(
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
     on_retry: RetryHook | None = None,
+    time_left: Callable[[], float] = lambda: float("inf"),
 ) -> ModelClient:
     """The ``ModelClient`` the spec's ``[model]`` describes. ``sleep`` and ``monotonic`` are the
     harness's, so retry waits count against the night's clock."""
@@ -108,4 +109,5 @@ def build_client(
         sleep=sleep,
         monotonic=monotonic,
         on_retry=on_retry,
+        time_left=time_left,
     )

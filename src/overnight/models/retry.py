@@ -46,6 +46,7 @@ class RetryingClient:
         monotonic: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
         on_retry: RetryHook | None = None,
+        time_left: Callable[[], float] = lambda: float("inf"),
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -58,6 +59,7 @@ class RetryingClient:
         self._monotonic = monotonic
         self._jitter = jitter
         self._on_retry = on_retry
+        self._time_left = time_left
 
     def backoff(self, attempt: int) -> float:
         """The wait after failed attempt ``attempt`` (1-based) before the provider's word:
@@ -96,6 +98,11 @@ class RetryingClient:
                         f"{err.provider} unavailable for {down_for:.0f}s; the next try "
                         f"(in {wait:.0f}s) would pass the {self.outage_limit_s:.0f}s outage "
                         f"limit{_status(err)}: {err.message}"
+                    ) from err
+                if wait > self._time_left():
+                    raise DependencyUnavailable(
+                        f"{err.provider} unavailable{_status(err)}: {err.message}; the next try "
+                        f"(in {wait:.0f}s) would come after the night's clock runs out"
                     ) from err
                 if self._on_retry is not None:
                     self._on_retry(err, wait)

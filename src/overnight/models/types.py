@@ -48,6 +48,8 @@ class ModelRequest(BaseModel):
     """The visible token budget for the task (Anthropic's task-budget beta); None: not sent."""
     effort: str | None = None
     """Provider effort setting, when the model supports one; None: the provider's default."""
+    tool_choice: str | None = None
+    """Force a call of the named tool (structured answers); None: the model chooses."""
 
 
 class TextBlock(BaseModel):
@@ -66,7 +68,28 @@ class ToolUseBlock(BaseModel):
     input: dict[str, Any]
 
 
-ContentBlock = Annotated[TextBlock | ToolUseBlock, Field(discriminator="type")]
+class ThinkingBlock(BaseModel):
+    """Extended thinking, kept only to be sent back unchanged in the next assistant turn
+    (the Messages API requires it there during a tool loop); never shown as text."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str = ""
+
+
+class RedactedThinkingBlock(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
+ContentBlock = Annotated[
+    TextBlock | ToolUseBlock | ThinkingBlock | RedactedThinkingBlock, Field(discriminator="type")
+]
+KEPT_BLOCK_TYPES = ("text", "tool_use", "thinking", "redacted_thinking")
 
 
 class ModelResponse(BaseModel):
@@ -109,9 +132,7 @@ def coerce_response(raw: object) -> ModelResponse:
         raise ModelCallFailed(f"the model's content must be a list of blocks, got {content!r:.80}")
     try:
         blocks = [
-            b
-            for b in content or []
-            if isinstance(b, dict) and b.get("type") in ("text", "tool_use")
+            b for b in content or [] if isinstance(b, dict) and b.get("type") in KEPT_BLOCK_TYPES
         ]
         return ModelResponse(
             content=blocks,
