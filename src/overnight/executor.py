@@ -42,6 +42,9 @@ class ExecContext:
     """Lessons kept from earlier tasks of this run."""
     earlier: str = ""
     """What an earlier attempt of this task already did (for a resumed task)."""
+    run_id: str = ""
+    effects: Any = None
+    """The run's effects ledger (an ``EffectStore``), for mutating external tools."""
     tokens_affordable: Callable[[str], int] = field(default=lambda _model: 0)
     """The money left before the enforcement line, in output tokens of the given model."""
     advance_clock: Callable[[float], None] = field(default=lambda _s: None)

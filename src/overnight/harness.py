@@ -21,6 +21,8 @@ from overnight.core.goal import Goal
 from overnight.core.resume import VerifyOutcome, outcome_of_exit
 from overnight.core.state import PredicateRecord, RunState
 from overnight.core.tasks import InFlight, Task, pop_highest
+from overnight.effects.ledger import render_done
+from overnight.effects.store import EffectRow, SqliteEffectStore
 from overnight.executor import ExecContext, TaskExecutor, load_executor
 from overnight.harness_calls import HarnessCalls
 from overnight.models.gateway import ModelGateway, spend_totals
@@ -129,6 +131,7 @@ class Night(HarnessCalls):
         if executor is None and self.gateway is not None:
             executor = AgentExecutor(spec.agent, Toolbox.from_spec(spec.tools))
         self.executor: TaskExecutor | None = executor
+        self.effects = SqliteEffectStore(spec.effects_path(run_dir.path))
         self.fatal: Stop | None = None
         self.prepared = False
         self.persist = True
@@ -239,6 +242,10 @@ class Night(HarnessCalls):
                 reason = "the agent repeated the same tool call with the same result"
                 s.finish_parked(task, reason, detail, self.discard(task, attempt))
                 break
+            if self.unsettled_effects(task):  # a retry could repeat an effect
+                reason = "an effect of unknown outcome: reconcile before running again"
+                s.finish_parked(task, reason, detail, self.discard(task, attempt))
+                break
             if attempt > retries or self.steps_exhausted():
                 reason = f"not done after {attempt} attempt(s)"
                 s.finish_parked(task, reason, detail, self.discard(task, attempt))
@@ -296,7 +303,9 @@ class Night(HarnessCalls):
             now=self.seconds_used,
             note=lambda kind, fields: self.trace.event(kind, **fields),
             lessons=list(self.state.lessons),
-            earlier=earlier,
+            earlier="\n\n".join(x for x in (self.effects_done(task), earlier) if x),
+            run_id=self.state.run_id,
+            effects=self.effects,
             tokens_affordable=self.tokens_affordable,
             advance_clock=getattr(self.clock, "advance", lambda _s: None),
         )
@@ -394,12 +403,39 @@ class Night(HarnessCalls):
     def steps_exhausted(self) -> bool:
         return self.budgets()[STEPS].exhausted
 
+    def effects_done(self, task: Task) -> str:
+        rows = [r for r in self.effects.for_run(self.state.run_id) if r.task_id == task.id]
+        return render_done(rows)
+
+    def unsettled_effects(self, task: Task) -> list[EffectRow]:
+        """Effects of ``task`` whose outcome nobody knows: intended with no answer (the process
+        died in the call) are marked unknown here."""
+        rows = [r for r in self.effects.for_run(self.state.run_id) if r.task_id == task.id]
+        for r in rows:
+            if r.state == "intended":
+                self.effects.settle(r.step_key, "unknown", error="no answer was recorded")
+        return [r for r in rows if r.state in ("intended", "unknown")]
+
     def verify_in_flight(self) -> None:
         """Resume: the task in flight is verified, never executed again."""
         flight = self.state.in_progress
         assert flight is not None
         ws.clear_stale_locks(self.run_dir.worktree)
         outcome, detail = self.verify(flight.task)
+        unsettled = self.unsettled_effects(flight.task)
+        if outcome is VerifyOutcome.NOT_DONE and unsettled:
+            # Running it again could repeat an effect that may already have happened.
+            self.state.finish_parked(
+                flight.task,
+                "effects of unknown outcome: reconcile before running again",
+                "; ".join(f"{r.tool}({r.args}) key {r.step_key}" for r in unsettled),
+                self.discard(flight.task, flight.attempt),
+            )
+            self.trace.event(
+                "decision", decision="resume_parked_unknown_effects", task=flight.task.id
+            )
+            self.checkpoint()
+            return
         commit: str | None = None
         patch: str | None = None
         if outcome is VerifyOutcome.DONE:
@@ -426,3 +462,4 @@ class Night(HarnessCalls):
     def close(self) -> None:
         self.trace.close()
         self.spend_journal.close()
+        self.effects.close()

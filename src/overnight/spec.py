@@ -120,6 +120,13 @@ class PriceSpec(_Strict):
         )
 
 
+class EffectsSpec(_Strict):
+    database: str | None = None
+    """The effects ledger (SQLite), relative to the spec's directory. Default: the run
+    directory's ``effects.sqlite``. Runs that may deliver the same task twice must share one
+    database: its task-key index is what refuses the second delivery."""
+
+
 class RunSpec(_Strict):
     drift_every: int = Field(default=5, gt=0)
     """Tasks between drift checks."""
@@ -171,6 +178,8 @@ class Spec(_Strict):
     """How the built-in agent works an agent task (calls, caching, compaction, tiering)."""
     tools: ToolsSpec = Field(default_factory=ToolsSpec)
     """The tools the built-in agent may use, and the commands ``run_command`` may run."""
+    effects: EffectsSpec = Field(default_factory=EffectsSpec)
+    """Where external effects are written down before they are attempted."""
     tasks: list[TaskSpec] = Field(default_factory=list)
 
     # Filled by ``load_spec``; not part of the file.
@@ -181,6 +190,11 @@ class Spec(_Strict):
     def _bands(self) -> Spec:
         self.budget.fractions()  # raises ConfigError on inconsistent bands
         return self
+
+    def effects_path(self, run_dir: Path) -> Path:
+        if self.effects.database is None:
+            return run_dir / "effects.sqlite"
+        return (Path(self.base_dir) / self.effects.database).resolve()
 
     def workspace_path(self) -> Path:
         return (Path(self.base_dir) / self.workspace).resolve()

@@ -8,6 +8,7 @@ normal outcome that the harness then verifies; none is a crash.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,6 +88,14 @@ class AgentExecutor:
             started_at=ctx.now(),
         )
         kind = self.kind_of(task, model)
+        mutations: dict[str, itertools.count[int]] = {}
+
+        def effect_key(tool: str) -> str:
+            # Counted per tool from 1 on every execution of the task: a resumed or retried
+            # execution that makes the same calls reproduces the same keys and finds their rows.
+            n = next(mutations.setdefault(tool, itertools.count(1)))
+            return f"{ctx.run_id}:{task.id}:{tool}:{n}"
+
         while True:
             limit = self._limit_reached(loop, ctx)
             if limit:
@@ -115,6 +124,10 @@ class AgentExecutor:
                     call_id=f"{task.id}-{ctx.attempt}-{loop.calls}-{use.id}"[:120],
                     seconds_left=ctx.seconds_left,
                     stop_requested=ctx.stop_requested,
+                    run_id=ctx.run_id,
+                    task_id=task.id,
+                    effects=ctx.effects,
+                    effect_key=effect_key,
                 )
                 outcome = self.toolbox.dispatch(use.name, use.input, tool_ctx)
                 ctx.note(

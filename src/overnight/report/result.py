@@ -166,7 +166,8 @@ class TerminalResult(_Model):
     trace_lines_dropped: int = 0
     """Trace lines that could not be written (a full disk); the trace is then incomplete."""
     effects: list[dict[str, Any]] = Field(default_factory=list)
-    """External effects (none are possible in this version: built-in work is reversible)."""
+    """Every external effect this run wrote down: tool, run-step key, task key, task, state
+    (intended, confirmed, failed, unknown), arguments, the provider's answer, error."""
 
 
 def result_json_schema() -> dict[str, Any]:

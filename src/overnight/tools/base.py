@@ -23,6 +23,13 @@ class ToolContext:
     """Unique per call within the run (used to name artifacts)."""
     seconds_left: Callable[[], float] = field(default=lambda: float("inf"))
     stop_requested: Callable[[], str | None] = field(default=lambda: None)
+    run_id: str = ""
+    task_id: str = ""
+    effects: Any = None
+    """The effects ledger (an ``EffectStore``) for mutating external tools; None: no ledger."""
+    effect_key: Callable[[str], str] = field(default=lambda _tool: "")
+    """The next run-step key of this task: the same sequence on every execution of the task,
+    so that a resume reproduces each key exactly."""
 
 
 @dataclass(frozen=True)

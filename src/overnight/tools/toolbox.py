@@ -25,6 +25,7 @@ from overnight.tools.builtin import (
     is_git_command,
     parse_command,
 )
+from overnight.tools.external import ExternalToolSpec
 
 #: The built-in tools, in the order the model is shown them.
 BUILTIN_TOOLS: tuple[str, ...] = (
@@ -48,6 +49,9 @@ class ToolsSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
+    external: list[ExternalToolSpec] = Field(default_factory=list)
+    """User-defined Python tools (``[[tools.external]]``); mutating ones go through the
+    effects ledger."""
     allow: list[str] = Field(default_factory=lambda: list(READ_ONLY_TOOLS))
     """Built-in tools the agent may call: read_file, list_files, search_text, write_file,
     edit_file, run_command. Default: the read-only three."""
@@ -60,6 +64,20 @@ class ToolsSpec(BaseModel):
     max_output_chars: int = Field(default=8000, ge=200)
     """Characters of a command's output the model sees; the full output goes to the run's
     artifacts."""
+
+    @field_validator("external")
+    @classmethod
+    def _distinct_names(cls, value: list[ExternalToolSpec]) -> list[ExternalToolSpec]:
+        seen: set[str] = set()
+        for tool in value:
+            if tool.name in BUILTIN_TOOLS or tool.name in seen:
+                raise ConfigError(
+                    "tools.external",
+                    f"the tool name {tool.name!r} is taken",
+                    "give every external tool a name of its own, not a built-in one",
+                )
+            seen.add(tool.name)
+        return value
 
     @field_validator("allow")
     @classmethod
@@ -128,7 +146,11 @@ class Toolbox:
 
     @classmethod
     def from_spec(cls, spec: ToolsSpec) -> Toolbox:
-        return cls([build_tool(name, spec) for name in BUILTIN_TOOLS if name in spec.allow])
+        from overnight.tools.external import load_external
+
+        tools: list[Tool] = [build_tool(name, spec) for name in BUILTIN_TOOLS if name in spec.allow]
+        tools += [load_external(e) for e in spec.external]
+        return cls(tools)
 
     def names(self) -> list[str]:
         return list(self._tools)

@@ -1,0 +1,101 @@
+"""Intent first: a mutating call is written down as ``intended`` before it is attempted, then
+``confirmed`` with its result, ``failed`` (the provider said no, for good) or ``unknown`` (no
+answer, or a retryable failure: it may have happened). A confirmed row is replayed: the tool
+is not called again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from overnight.effects.store import DuplicateEffect, EffectRow, EffectStore
+
+
+class ToolFailure(Exception):
+    """Raised by an external tool: ``retryable`` means the effect may or may not have happened
+    (a timeout, a 5xx); not retryable means the provider refused it."""
+
+    def __init__(self, message: str, *, retryable: bool = False) -> None:
+        self.message = message
+        self.retryable = retryable
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class EffectOutcome:
+    result: Any
+    replayed: bool
+    row: EffectRow | None
+
+
+class EffectRefused(Exception):
+    """The task-scoped key says this effect was already attempted (by another run)."""
+
+    def __init__(self, existing: EffectRow, why: str = "") -> None:
+        self.existing = existing
+        if why:
+            message = f"refused: this call differs from the one recorded at its step ({why})"
+        else:
+            message = (
+                f"refused: {existing.tool} for {existing.task_key} was already attempted by run "
+                f"{existing.run_id} (state: {existing.state}); it will not be repeated"
+            )
+        super().__init__(message)
+
+
+def dispatch_with_ledger(
+    store: EffectStore,
+    *,
+    run_id: str,
+    task_id: str,
+    step_key: str,
+    task_key: str | None,
+    tool: str,
+    args: dict[str, Any],
+    call: Callable[[str], Any],
+) -> EffectOutcome:
+    """Run ``call(idempotency_key)`` at most once per step key, and at most once per task key
+    across runs. Raises ``EffectRefused`` for a second delivery, ``ToolFailure`` as the tool
+    raised it (after recording ``failed`` or ``unknown``)."""
+    prior = store.get(step_key)
+    if prior is not None and (prior.tool != tool or prior.args != _plain(args)):
+        raise EffectRefused(prior, f"an earlier attempt made this call with {prior.args}")
+    if prior is not None and prior.state == "confirmed":
+        return EffectOutcome(prior.result, replayed=True, row=prior)
+    if prior is None:
+        try:
+            store.intend(run_id, task_id, step_key, task_key, tool, args)
+        except DuplicateEffect as dup:
+            raise EffectRefused(dup.existing) from dup
+    try:
+        result = call(step_key)
+    except ToolFailure as failure:
+        store.settle(step_key, "unknown" if failure.retryable else "failed", error=failure.message)
+        raise
+    except Exception as exc:  # no answer we can trust: it may have happened
+        store.settle(step_key, "unknown", error=repr(exc))
+        raise ToolFailure(f"the tool crashed: {exc!r}", retryable=True) from exc
+    row = store.settle(step_key, "confirmed", result=result)
+    return EffectOutcome(result, replayed=False, row=row)
+
+
+def _plain(args: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as the store keeps them (a JSON round trip)."""
+    loaded: dict[str, Any] = json.loads(json.dumps(args, sort_keys=True, default=str))
+    return loaded
+
+
+def render_done(rows: list[EffectRow]) -> str:
+    """What a resumed task is told about its confirmed effects (short; not a transcript)."""
+    done = [r for r in rows if r.state == "confirmed"]
+    if not done:
+        return ""
+    parts = []
+    for r in done:
+        args = ", ".join(f"{k}={v}" for k, v in sorted(r.args.items()))
+        detail = f" -> {r.result}" if r.result not in (None, {}, "") else ""
+        parts.append(f"{r.tool}({args}){detail}")
+    return "Already done in an earlier attempt: " + "; ".join(parts) + ". Do not repeat these."

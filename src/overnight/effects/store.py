@@ -1,0 +1,238 @@
+"""Where effects are written down: a store seam and its SQLite implementation.
+
+Each state change is one transaction on a database in WAL mode with ``synchronous=FULL``:
+when a call returns, the row is on disk. Two keys are enforced by the database itself: the
+run-step key (unique: a resume reproduces it and finds the row) and the task-scoped key
+(unique when set: a second delivery of the same task, as a fresh run, collides with the first
+attempt's row whatever the model believes).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from overnight.core.errors import DiskFull
+
+EffectState = Literal["intended", "confirmed", "failed", "unknown"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS effects (
+    id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    task_id TEXT NOT NULL,
+    step_key TEXT NOT NULL UNIQUE,
+    task_key TEXT UNIQUE,
+    tool TEXT NOT NULL,
+    args TEXT NOT NULL,
+    state TEXT NOT NULL CHECK (state IN ('intended', 'confirmed', 'failed', 'unknown')),
+    result TEXT,
+    error TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS effects_by_run ON effects (run_id, task_id);
+CREATE TABLE IF NOT EXISTS review_resolutions (
+    id INTEGER PRIMARY KEY,
+    item TEXT NOT NULL,
+    note TEXT NOT NULL,
+    resolved_at TEXT NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True)
+class EffectRow:
+    run_id: str
+    task_id: str
+    step_key: str
+    task_key: str | None
+    tool: str
+    args: dict[str, Any]
+    state: EffectState
+    result: Any
+    error: str | None
+    created_at: str
+    updated_at: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "key": self.step_key,
+            "task_key": self.task_key,
+            "task": self.task_id,
+            "run_id": self.run_id,
+            "state": self.state,
+            "args": self.args,
+            "detail": self.result,
+            "error": self.error,
+        }
+
+
+class DuplicateEffect(Exception):
+    """The task-scoped key is already in the ledger: this effect was attempted before."""
+
+    def __init__(self, existing: EffectRow) -> None:
+        self.existing = existing
+        super().__init__(
+            f"{existing.tool} with key {existing.task_key} was already recorded by run "
+            f"{existing.run_id} ({existing.state})"
+        )
+
+
+class EffectStore(Protocol):
+    def get(self, step_key: str) -> EffectRow | None: ...
+
+    def intend(
+        self,
+        run_id: str,
+        task_id: str,
+        step_key: str,
+        task_key: str | None,
+        tool: str,
+        args: dict[str, Any],
+    ) -> EffectRow: ...
+
+    def settle(
+        self, step_key: str, state: EffectState, result: Any = None, error: str | None = None
+    ) -> EffectRow: ...
+
+    def for_run(self, run_id: str) -> list[EffectRow]: ...
+
+    def resolve(self, item: str, note: str) -> None: ...
+
+    def resolutions(self) -> dict[str, str]: ...
+
+    def close(self) -> None: ...
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _row(r: sqlite3.Row) -> EffectRow:
+    return EffectRow(
+        run_id=r["run_id"],
+        task_id=r["task_id"],
+        step_key=r["step_key"],
+        task_key=r["task_key"],
+        tool=r["tool"],
+        args=json.loads(r["args"]),
+        state=r["state"],
+        result=None if r["result"] is None else json.loads(r["result"]),
+        error=r["error"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+    )
+
+
+class SqliteEffectStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(SCHEMA)
+        except sqlite3.OperationalError as exc:
+            if "full" in str(exc).lower():
+                raise DiskFull(f"effects ledger {path}: {exc}") from exc
+            raise
+
+    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
+        try:
+            with self._db:  # one transaction per state change
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute(sql, params)
+        except sqlite3.OperationalError as exc:
+            if "full" in str(exc).lower():
+                raise DiskFull(f"effects ledger {self.path}: {exc}") from exc
+            raise
+
+    def get(self, step_key: str) -> EffectRow | None:
+        r = self._db.execute("SELECT * FROM effects WHERE step_key = ?", (step_key,)).fetchone()
+        return None if r is None else _row(r)
+
+    def by_task_key(self, task_key: str) -> EffectRow | None:
+        r = self._db.execute("SELECT * FROM effects WHERE task_key = ?", (task_key,)).fetchone()
+        return None if r is None else _row(r)
+
+    def intend(
+        self,
+        run_id: str,
+        task_id: str,
+        step_key: str,
+        task_key: str | None,
+        tool: str,
+        args: dict[str, Any],
+    ) -> EffectRow:
+        now = _now()
+        try:
+            self._write(
+                "INSERT INTO effects (run_id, task_id, step_key, task_key, tool, args, state,"
+                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'intended', ?, ?)",
+                (
+                    run_id,
+                    task_id,
+                    step_key,
+                    task_key,
+                    tool,
+                    json.dumps(args, sort_keys=True, default=str),
+                    now,
+                    now,
+                ),
+            )
+        except sqlite3.IntegrityError as exc:
+            existing = self.by_task_key(task_key) if task_key else None
+            if existing is not None and existing.step_key != step_key:
+                raise DuplicateEffect(existing) from exc
+            raise
+        row = self.get(step_key)
+        assert row is not None
+        return row
+
+    def settle(
+        self, step_key: str, state: EffectState, result: Any = None, error: str | None = None
+    ) -> EffectRow:
+        self._write(
+            "UPDATE effects SET state = ?, result = ?, error = ?, updated_at = ? "
+            "WHERE step_key = ?",
+            (
+                state,
+                None if result is None else json.dumps(result, sort_keys=True, default=str),
+                error,
+                _now(),
+                step_key,
+            ),
+        )
+        row = self.get(step_key)
+        assert row is not None
+        return row
+
+    def for_run(self, run_id: str) -> list[EffectRow]:
+        rows = self._db.execute(
+            "SELECT * FROM effects WHERE run_id = ? ORDER BY id", (run_id,)
+        ).fetchall()
+        return [_row(r) for r in rows]
+
+    def all(self) -> list[EffectRow]:
+        return [_row(r) for r in self._db.execute("SELECT * FROM effects ORDER BY id")]
+
+    def resolve(self, item: str, note: str) -> None:
+        self._write(
+            "INSERT INTO review_resolutions (item, note, resolved_at) VALUES (?, ?, ?)",
+            (item, note, _now()),
+        )
+
+    def resolutions(self) -> dict[str, str]:
+        rows = self._db.execute("SELECT item, note FROM review_resolutions ORDER BY id")
+        return {r["item"]: r["note"] for r in rows}
+
+    def close(self) -> None:
+        self._db.close()
