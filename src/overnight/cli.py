@@ -64,6 +64,25 @@ def _parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="the terminal result as Markdown")
     rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
 
+    rev = sub.add_parser(
+        "review", help="the human queue: parked tasks, unknown effects, runs a resume cannot fix"
+    )
+    rev.add_argument("action", nargs="?", choices=("list", "resolve"), default="list")
+    rev.add_argument("item", nargs="?", help="with resolve: the item id")
+    rev.add_argument("--note", default="", help="with resolve: what was done")
+    rev.add_argument(
+        "--runs",
+        type=Path,
+        help="a run directory or a folder of them (default: $OVERNIGHT_HOME/runs)",
+    )
+    rev.add_argument(
+        "--db",
+        type=Path,
+        help="where resolutions are kept (default: $OVERNIGHT_HOME/review.sqlite)",
+    )
+    rev.add_argument("--all", action="store_true", help="include resolved items")
+    rev.add_argument("--json", action="store_true", help="machine-readable")
+
     demo = sub.add_parser("demo", help="a complete night on a bundled example, no API key")
     demo.add_argument("--dir", type=Path, help="where to put the example (default: a temp dir)")
     demo.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -199,6 +218,29 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_review(args: argparse.Namespace) -> int:
+    from overnight.review import queue, render, resolve, review_db
+    from overnight.runs import default_runs_root
+
+    root = args.runs or default_runs_root()
+    db = review_db(args.db)
+    try:
+        if args.action == "resolve":
+            if not args.item:
+                raise ConfigError("ITEM", "resolve needs an item id", "overnight review resolve ID")
+            item = resolve(root, db, args.item, args.note)
+            print(f"resolved {item.id}: {item.resolved}")
+            return 0
+        items = queue(root, db, include_resolved=args.all)
+    finally:
+        db.close()
+    if args.json:
+        print(json.dumps([i.as_dict() for i in items], indent=2, sort_keys=True))
+    else:
+        print(render(items))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from overnight.demo import run_demo
 
@@ -210,6 +252,7 @@ COMMANDS = {
     "resume": cmd_resume,
     "status": cmd_status,
     "report": cmd_report,
+    "review": cmd_review,
     "demo": cmd_demo,
 }
 

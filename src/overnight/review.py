@@ -1,0 +1,139 @@
+"""``overnight review``: the human queue.
+
+Parked tasks (partially applied ones among them), effects of unknown outcome, and runs that
+ended in a way a resume cannot fix, each with the effects that did happen and the plan that
+did not. Resolving an item records a note; nothing is deleted.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from overnight.core.errors import ConfigError
+from overnight.effects.store import SqliteEffectStore
+from overnight.store.rundir import RunDir, read_json
+
+
+@dataclass
+class ReviewItem:
+    id: str
+    kind: str
+    run_id: str
+    run_dir: str
+    summary: str
+    effects_done: list[str] = field(default_factory=list)
+    plan_remaining: list[str] = field(default_factory=list)
+    resolved: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def review_db(path: Path | None = None) -> SqliteEffectStore:
+    if path is None:
+        home = os.environ.get("OVERNIGHT_HOME")
+        path = (Path(home) if home else Path.home() / ".overnight") / "review.sqlite"
+    return SqliteEffectStore(path)
+
+
+def run_dirs(root: Path) -> list[RunDir]:
+    if RunDir(root).is_run():
+        return [RunDir(root)]
+    if not root.is_dir():
+        return []
+    return [RunDir(p) for p in sorted(root.iterdir()) if RunDir(p).is_run()]
+
+
+def _effects_path(rd: RunDir) -> Path:
+    from overnight.spec import Spec
+
+    return Spec.model_validate(read_json(rd.spec)).effects_path(rd.path)
+
+
+def items_of(rd: RunDir) -> list[ReviewItem]:
+    manifest = read_json(rd.manifest)
+    run_id = str(manifest["run_id"])
+    result: dict[str, Any] = read_json(rd.result) if rd.result.exists() else {}
+    plan = result.get("plan") or {}
+    remaining = list(plan.get("remaining") or [])
+    done: list[str] = []
+    unsettled: list[dict[str, Any]] = []
+    db_path = _effects_path(rd)
+    if db_path.exists():
+        store = SqliteEffectStore(db_path)
+        try:
+            for row in store.for_run(run_id):
+                if row.state == "confirmed":
+                    done.append(f"{row.tool}({row.args}) -> {row.result}")
+                elif row.state in ("intended", "unknown"):
+                    unsettled.append(row.as_dict())
+        finally:
+            store.close()
+
+    def item(item_id: str, kind: str, summary: str) -> ReviewItem:
+        return ReviewItem(
+            id=item_id,
+            kind=kind,
+            run_id=run_id,
+            run_dir=str(rd.path),
+            summary=summary,
+            effects_done=done,
+            plan_remaining=remaining,
+        )
+
+    items: list[ReviewItem] = []
+    if result and not result.get("resumable") and result.get("status") != "SUCCESS":
+        why = f"{result.get('stop_reason')}: {result.get('message')}"
+        items.append(item(f"run:{run_id}", "run not resumable", why))
+    for p in plan.get("parked") or []:
+        kind = "partially applied" if "partially applied" in p.get("reason", "") else "parked"
+        why = f"{p['id']}: {p['reason']}. {str(p.get('detail', ''))[-300:]}".strip()
+        items.append(item(f"parked:{run_id}:{p['id']}", kind, why))
+    for e in unsettled:
+        why = (
+            f"{e['tool']}({e['args']}) for task {e['task']}, state {e['state']}: "
+            f"{e.get('error') or 'no answer recorded'}"
+        )
+        items.append(item(f"effect:{e['key']}", "effect of unknown outcome", why))
+    return items
+
+
+def queue(root: Path, db: SqliteEffectStore, *, include_resolved: bool = False) -> list[ReviewItem]:
+    resolved = db.resolutions()
+    out: list[ReviewItem] = []
+    for rd in run_dirs(root):
+        for item in items_of(rd):
+            item.resolved = resolved.get(item.id)
+            if include_resolved or item.resolved is None:
+                out.append(item)
+    return out
+
+
+def resolve(root: Path, db: SqliteEffectStore, item_id: str, note: str) -> ReviewItem:
+    for item in queue(root, db, include_resolved=True):
+        if item.id == item_id:
+            if not note.strip():
+                raise ConfigError("--note", "a resolution needs a note", "say what was done")
+            db.resolve(item_id, note)
+            item.resolved = note
+            return item
+    raise ConfigError("ITEM", f"no review item {item_id!r}", "run `overnight review` for the ids")
+
+
+def render(items: list[ReviewItem]) -> str:
+    if not items:
+        return "The review queue is empty."
+    lines: list[str] = []
+    for item in items:
+        mark = f" [resolved: {item.resolved}]" if item.resolved else ""
+        lines.append(f"{item.id}  ({item.kind}){mark}")
+        lines.append(f"    {item.summary}")
+        if item.effects_done:
+            lines.append("    effects that happened: " + "; ".join(item.effects_done))
+        if item.plan_remaining:
+            lines.append("    not done: " + ", ".join(item.plan_remaining))
+        lines.append(f"    run: {item.run_dir}")
+    return "\n".join(lines)
