@@ -73,6 +73,13 @@ def variants(repo: Path, tmp_path: Path) -> dict[str, tuple[dict[str, Any], str]
     d = spec_data(repo, tasks=[TASK])
     d["tools"] = {"allow": ["run_command"], "commands": ["git"]}
     out["git in the command allowlist"] = (d, "tools.commands")
+    out["effects ledger inside the workspace"] = (
+        spec_data(repo, tasks=[TASK], effects={"database": str(repo / "effects.sqlite")}),
+        "effects.database",
+    )
+    d = spec_data(repo, tasks=[TASK])
+    d["tools"] = {"external": [{"name": "refund", "target": "x:y", "mutating": True}]}
+    out["mutating external tool without a task key"] = (d, "tools.external[0]")
     out["no tasks and no model"] = (spec_data(repo, tasks=[], model=False), "model")
     return out
 

@@ -326,6 +326,14 @@ def check_spec(spec: Spec) -> None:
             'add a [model] table, or [executor] target = "module:attr", or give every task '
             "a command",
         )
+    if spec.effects.database is not None:
+        db = spec.effects_path(Path("."))
+        if db.is_relative_to(spec.workspace_path()):
+            raise ConfigError(
+                "effects.database",
+                f"{db} is inside the workspace, where the agent's work lands",
+                "put the effects ledger outside the repository",
+            )
     mechanical = spec.agent.mechanical_model
     if mechanical is not None:
         try:

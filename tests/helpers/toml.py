@@ -19,6 +19,22 @@ def _value(v: Any) -> str:
     raise TypeError(f"cannot write {v!r} as TOML")
 
 
+def _is_table(v: Any) -> bool:
+    return isinstance(v, dict)
+
+
+def _is_tables(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
+
+
+def _inline(v: Any) -> str:
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_inline(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(_inline(x) for x in v) + "]"
+    return _value(v)
+
+
 def dumps(data: dict[str, Any]) -> str:
     lines: list[str] = []
     tables: list[tuple[str, dict[str, Any]]] = []
@@ -31,14 +47,19 @@ def dumps(data: dict[str, Any]) -> str:
         else:
             lines.append(f"{key} = {_value(value)}")
     for name, table in tables:
-        scalars = {k: v for k, v in table.items() if not isinstance(v, dict)}
-        nested = {k: v for k, v in table.items() if isinstance(v, dict)}
-        if scalars or not nested:
+        scalars = {k: v for k, v in table.items() if not _is_table(v) and not _is_tables(v)}
+        nested = {k: v for k, v in table.items() if _is_table(v)}
+        listed = {k: v for k, v in table.items() if _is_tables(v)}
+        if scalars or not (nested or listed):
             lines.append(f"\n[{name}]")
             lines.extend(f"{k} = {_value(v)}" for k, v in scalars.items())
         for sub, subtable in nested.items():
             lines.append(f"\n[{name}.{json.dumps(sub) if '.' in sub else sub}]")
             lines.extend(f"{k} = {_value(v)}" for k, v in subtable.items())
+        for sub, entries in listed.items():
+            for entry in entries:
+                lines.append(f"\n[[{name}.{sub}]]")
+                lines.extend(f"{k} = {_inline(v)}" for k, v in entry.items())
     for name, items in arrays:
         for item in items:
             lines.append(f"\n[[{name}]]")
