@@ -84,6 +84,16 @@ def render_markdown(r: TerminalResult) -> str:
         for pr in r.plan.pruned:
             out.append(f"- `{pr.id}` {pr.title} (score {pr.drift_score:.2f})")
         out.append("")
+    out.append(f"## External effects ({len(r.effects)})")
+    out.append("")
+    for e in r.effects:
+        answer = f" -> {e.get('detail')}" if e.get("detail") is not None else ""
+        error = f" ({e.get('error')})" if e.get("error") else ""
+        out.append(f"- **{e.get('state')}** `{e.get('tool')}` {e.get('args')}{answer}{error}")
+        out.append(f"  - task `{e.get('task')}`, key `{e.get('key')}`")
+    if not r.effects:
+        out.append("- none")
+    out.append("")
     out.append("## Drift history")
     out.append("")
     for d in r.drift:
