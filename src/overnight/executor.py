@@ -43,6 +43,8 @@ class ExecContext:
     earlier: str = ""
     """What an earlier attempt of this task already did (for a resumed task)."""
     run_id: str = ""
+    on_refused: Callable[[dict[str, Any]], None] = field(default=lambda _refusal: None)
+    """Where a refused effect (a second delivery) is reported."""
     effects: Any = None
     """The run's effects ledger (an ``EffectStore``), for mutating external tools."""
     tokens_affordable: Callable[[str], int] = field(default=lambda _model: 0)

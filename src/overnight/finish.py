@@ -229,7 +229,7 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
         ended_at=night.clock.now_iso(),
         resumes=s.resumes,
         trace_lines_dropped=night.trace.dropped,
-        effects=[r.as_dict() for r in night.effects.for_run(s.run_id)],
+        effects=[r.as_dict() for r in night.effects.for_run(s.run_id)] + s.refused_effects,
     )
 
 

@@ -306,6 +306,7 @@ class Night(HarnessCalls):
             earlier="\n\n".join(x for x in (self.effects_done(task), earlier) if x),
             run_id=self.state.run_id,
             effects=self.effects,
+            on_refused=self.state.refused_effects.append,
             tokens_affordable=self.tokens_affordable,
             advance_clock=getattr(self.clock, "advance", lambda _s: None),
         )

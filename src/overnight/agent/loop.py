@@ -8,8 +8,10 @@ normal outcome that the harness then verifies; none is a crash.
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,11 +92,15 @@ class AgentExecutor:
         kind = self.kind_of(task, model)
         mutations: dict[str, itertools.count[int]] = {}
 
-        def effect_key(tool: str) -> str:
-            # Counted per tool from 1 on every execution of the task: a resumed or retried
-            # execution that makes the same calls reproduces the same keys and finds their rows.
-            n = next(mutations.setdefault(tool, itertools.count(1)))
-            return f"{ctx.run_id}:{task.id}:{tool}:{n}"
+        def effect_key(tool: str, args: Mapping[str, Any]) -> str:
+            # Named by the call itself (tool and arguments), counted from 1 on every execution
+            # of the task: a resumed or retried execution that makes the same call reproduces
+            # its key and finds its row, whatever other calls it skips or adds.
+            digest = hashlib.sha256(
+                json.dumps([tool, args], sort_keys=True, default=str).encode()
+            ).hexdigest()[:16]
+            n = next(mutations.setdefault(digest, itertools.count(1)))
+            return f"{ctx.run_id}:{task.id}:{tool}:{digest}:{n}"
 
         while True:
             limit = self._limit_reached(loop, ctx)
@@ -128,6 +134,7 @@ class AgentExecutor:
                     task_id=task.id,
                     effects=ctx.effects,
                     effect_key=effect_key,
+                    on_refused=ctx.on_refused,
                 )
                 outcome = self.toolbox.dispatch(use.name, use.input, tool_ctx)
                 ctx.note(

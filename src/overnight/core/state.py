@@ -6,7 +6,7 @@ was lost in a crash is still counted (at its worst case).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -69,6 +69,8 @@ class RunState(BaseModel):
     resumes: int = 0
     artifacts: list[str] = Field(default_factory=list)
     lessons: list[str] = Field(default_factory=list)
+    refused_effects: list[dict[str, Any]] = Field(default_factory=list)
+    """Effects the ledger refused (already attempted by another run), for the result."""
     stopped_reason: str | None = None
 
     # -- pure transitions -------------------------------------------------------------------

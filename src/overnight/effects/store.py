@@ -26,7 +26,7 @@ CREATE TABLE IF NOT EXISTS effects (
     run_id TEXT NOT NULL,
     task_id TEXT NOT NULL,
     step_key TEXT NOT NULL UNIQUE,
-    task_key TEXT UNIQUE,
+    task_key TEXT,
     tool TEXT NOT NULL,
     args TEXT NOT NULL,
     state TEXT NOT NULL CHECK (state IN ('intended', 'confirmed', 'failed', 'unknown')),
@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS effects (
     updated_at TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS effects_by_run ON effects (run_id, task_id);
+-- A task key names an effect that may be performed once. A row the provider refused for good
+-- ('failed') does not hold it: a corrected attempt may follow.
+CREATE UNIQUE INDEX IF NOT EXISTS effects_task_key ON effects (task_key)
+    WHERE task_key IS NOT NULL AND state != 'failed';
 CREATE TABLE IF NOT EXISTS review_resolutions (
     id INTEGER PRIMARY KEY,
     item TEXT NOT NULL,
@@ -160,7 +164,10 @@ class SqliteEffectStore:
         return None if r is None else _row(r)
 
     def by_task_key(self, task_key: str) -> EffectRow | None:
-        r = self._db.execute("SELECT * FROM effects WHERE task_key = ?", (task_key,)).fetchone()
+        r = self._db.execute(
+            "SELECT * FROM effects WHERE task_key = ? ORDER BY state = 'failed', id DESC",
+            (task_key,),
+        ).fetchone()
         return None if r is None else _row(r)
 
     def intend(

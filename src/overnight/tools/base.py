@@ -27,9 +27,11 @@ class ToolContext:
     task_id: str = ""
     effects: Any = None
     """The effects ledger (an ``EffectStore``) for mutating external tools; None: no ledger."""
-    effect_key: Callable[[str], str] = field(default=lambda _tool: "")
-    """The next run-step key of this task: the same sequence on every execution of the task,
-    so that a resume reproduces each key exactly."""
+    effect_key: Callable[[str, Mapping[str, Any]], str] = field(default=lambda _t, _a: "")
+    """The run-step key of a call (tool, arguments) in this task: the same on every execution
+    of the task, so that a resume reproduces it exactly."""
+    on_refused: Callable[[dict[str, Any]], None] = field(default=lambda _refusal: None)
+    """Told of an effect the ledger refused (a second delivery), so the run can report it."""
 
 
 @dataclass(frozen=True)

@@ -84,13 +84,27 @@ class ExternalTool:
                 ctx.effects,
                 run_id=ctx.run_id,
                 task_id=ctx.task_id,
-                step_key=ctx.effect_key(self.name),
+                step_key=ctx.effect_key(self.name, plain),
                 task_key=self.task_key(plain),
                 tool=self.name,
                 args=plain,
                 call=lambda key: self.fn(plain, key),
             )
         except EffectRefused as refused:
+            ctx.on_refused(
+                {
+                    "tool": self.name,
+                    "task": ctx.task_id,
+                    "run_id": ctx.run_id,
+                    "task_key": self.task_key(plain),
+                    "args": plain,
+                    "state": "refused",
+                    "key": None,
+                    "detail": None,
+                    "error": str(refused),
+                    "earlier": refused.existing.as_dict(),
+                }
+            )
             raise ToolError(str(refused)) from None
         except ToolFailure as failure:
             state = "may or may not have happened" if failure.retryable else "did not happen"

@@ -266,7 +266,7 @@ class Billing:
         raise ApiError(404, f"no such resource: POST {path}")
 
     def _refund(self, body: dict[str, Any], key: str | None) -> dict[str, Any]:
-        order_id = str(body.get("order_id", "")).strip()
+        order_id = str(body.get("order_id", ""))
         amount = body.get("amount_cents")
         if not order_id or not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
             raise ApiError(400, "a refund needs order_id and a positive integer amount_cents")
@@ -409,7 +409,9 @@ def serve_in_thread(
     """Start the service on a thread of this process; stop it with ``server.shutdown()`` and
     ``server.server_close()``."""
     server = BillingServer(Billing(state_path, latency_s=latency_s, seed=seed), port)
-    thread = threading.Thread(target=server.serve_forever, name="billing", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="billing", daemon=True
+    )
     thread.start()
     return server, thread
 
@@ -439,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, stop)
     print(server.url, flush=True)
     try:
-        server.serve_forever()
+        server.serve_forever(poll_interval=0.05)
     finally:
         server.server_close()
     return 0
