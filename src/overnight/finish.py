@@ -7,6 +7,7 @@ import errno
 from typing import Any
 
 from overnight import workspace as ws
+from overnight.alerts import send_alert
 from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading
 from overnight.core.endings import Ending, Stop, describe
 from overnight.core.errors import CheckpointCorrupt, DiskFull
@@ -251,6 +252,11 @@ def finish(night: Night, stop: Stop) -> TerminalResult:
     result = build_result(night, stop, partial, wrapup)
     result = TerminalResult.model_validate(redact(result.model_dump(), secret_values()))
     write_result(night, result)
+    sent = send_alert(night.spec.alerts, result.model_dump(mode="json"))
+    if sent is not None:  # recorded in the result; never changes the ending or the exit code
+        result = result.model_copy(update={"alerts": [sent]})
+        night.trace.event("decision", decision="alert", **sent)
+        write_result(night, result)
     night.trace.event(
         "decision",
         decision="result_written",

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from overnight.agent.config import AgentSpec
+from overnight.alerts import AlertsSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
 from overnight.core.errors import ConfigError
 from overnight.core.tasks import Task
@@ -180,6 +181,8 @@ class Spec(_Strict):
     """The tools the built-in agent may use, and the commands ``run_command`` may run."""
     effects: EffectsSpec = Field(default_factory=EffectsSpec)
     """Where external effects are written down before they are attempted."""
+    alerts: AlertsSpec = Field(default_factory=AlertsSpec)
+    """Who is told when the night ends: what ``alert`` and ``page`` do."""
     tasks: list[TaskSpec] = Field(default_factory=list)
 
     # Filled by ``load_spec``; not part of the file.

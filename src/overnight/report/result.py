@@ -163,6 +163,9 @@ class TerminalResult(_Model):
     started_at: str
     ended_at: str
     resumes: int
+    alerts: list[dict[str, Any]] = Field(default_factory=list)
+    """What was sent when the run ended (action, how, ok, detail). A failed alert is recorded
+    here and changes nothing else."""
     trace_lines_dropped: int = 0
     """Trace lines that could not be written (a full disk); the trace is then incomplete."""
     effects: list[dict[str, Any]] = Field(default_factory=list)

@@ -1,0 +1,117 @@
+"""Alerts: who is told when a night ends, and how.
+
+The endings table says how urgent each ending is (``none``, ``alert``, ``page``); the spec's
+``[alerts]`` says what ``alert`` and ``page`` do: run a command with result.json on its
+standard input, or POST result.json to a webhook. A failing alert is recorded in the result;
+it never changes the ending or the exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.error
+import urllib.request
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from overnight.core.endings import ALERT, Ending
+from overnight.process import scrubbed_env
+
+Action = Literal["none", "alert", "page"]
+
+
+class AlertAction(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    command: str | None = None
+    """A shell command run with result.json on its standard input (secrets scrubbed from its
+    environment)."""
+    webhook: str | None = None
+    """A URL that receives result.json as a JSON POST."""
+    timeout_s: float = Field(default=30.0, gt=0)
+    """Seconds before the command or the POST is abandoned (and recorded as failed)."""
+
+    @model_validator(mode="after")
+    def _one_way(self) -> AlertAction:
+        if (self.command is None) == (self.webhook is None):
+            raise ValueError("an alert action has exactly one of `command` or `webhook`")
+        if self.webhook is not None and urlsplit(self.webhook).scheme not in ("http", "https"):
+            raise ValueError("webhook must be an http:// or https:// URL")
+        return self
+
+
+class AlertsSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    alert: AlertAction | None = None
+    """What ``alert`` does (by default: PARTIAL and FAILURE endings)."""
+    page: AlertAction | None = None
+    """What ``page`` does (by default: DRIFT_DETECTED, the run was spending on the wrong
+    problem). Without a ``page`` action, a page falls back to ``alert``."""
+    routes: dict[str, Action] = Field(default_factory=dict)
+    """Override the urgency of an ending or a class, e.g. ``QUEUE_EMPTY_GOAL_UNMET = "page"``
+    or ``SUCCESS = "alert"``. Endings win over classes."""
+
+    @model_validator(mode="after")
+    def _known_routes(self) -> AlertsSpec:
+        known = {str(e) for e in Ending} | {"SUCCESS", "PARTIAL", "FAILURE"}
+        unknown = sorted(set(self.routes) - known)
+        if unknown:
+            raise ValueError(f"unknown endings or classes in routes: {unknown}")
+        return self
+
+
+def action_for(spec: AlertsSpec, ending: str, status: str) -> Action:
+    if ending in spec.routes:
+        return spec.routes[ending]
+    if status in spec.routes:
+        return spec.routes[status]
+    return ALERT[Ending(ending)]  # type: ignore[return-value]
+
+
+def send_alert(spec: AlertsSpec, result: dict[str, Any]) -> dict[str, Any] | None:
+    """Carry out the alert a result calls for. Returns what happened (for the result), or None
+    when nothing was to be done. Never raises."""
+    action = action_for(spec, str(result["ending"]), str(result["status"]))
+    if action == "none":
+        return None
+    how = spec.page if action == "page" else spec.alert
+    if action == "page" and how is None:
+        how = spec.alert
+    if how is None:
+        return {"action": action, "ok": False, "detail": f"no [alerts.{action}] is configured"}
+    body = json.dumps(result, sort_keys=True).encode("utf-8")
+    try:
+        if how.command is not None:
+            proc = subprocess.run(
+                ["/bin/sh", "-c", how.command],
+                input=body,
+                capture_output=True,
+                timeout=how.timeout_s,
+                env=scrubbed_env(),
+                check=False,
+            )
+            ok = proc.returncode == 0
+            tail = proc.stderr.decode("utf-8", "replace")[-300:].strip()
+            detail = "sent" if ok else f"command exited {proc.returncode}: {tail}"
+            return {"action": action, "via": "command", "ok": ok, "detail": detail}
+        assert how.webhook is not None
+        request = urllib.request.Request(
+            how.webhook, data=body, headers={"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(request, timeout=how.timeout_s) as response:
+            status = int(response.status)
+        host = urlsplit(how.webhook).netloc  # not the path: it often holds a token
+        return {
+            "action": action,
+            "via": f"webhook {host}",
+            "ok": 200 <= status < 300,
+            "detail": f"HTTP {status}",
+        }
+    except subprocess.TimeoutExpired:
+        return {"action": action, "ok": False, "detail": f"timed out after {how.timeout_s}s"}
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return {"action": action, "ok": False, "detail": f"could not send: {exc}"}
