@@ -60,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="where a run stands, running or finished")
     st.add_argument("run_dir", type=Path, metavar="RUN_DIR")
     st.add_argument("--json", action="store_true", help="machine-readable")
+    st.add_argument("--watch", action="store_true", help="keep the panel live until the run ends")
 
     rep = sub.add_parser("report", help="the terminal result as Markdown")
     rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
@@ -98,6 +99,8 @@ def _parser() -> argparse.ArgumentParser:
 def _progress(quiet: bool) -> Any:
     if quiet:
         return None
+    if sys.stderr.isatty():
+        return _LivePanel()
 
     def listener(record: dict[str, Any]) -> None:
         line = _progress_line(record)
@@ -105,6 +108,46 @@ def _progress(quiet: bool) -> Any:
             print(line, file=sys.stderr, flush=True)
 
     return listener
+
+
+class _LivePanel:
+    """On a terminal: a live panel redrawn from the run's files at each event."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console(stderr=True)
+        self.live: Any = None
+        self.run_dir: Path | None = None
+        self.last = ""
+
+    def set_run_dir(self, run_dir: Path) -> None:
+        from rich.live import Live
+
+        self.run_dir = run_dir
+        self.live = Live(console=self.console, refresh_per_second=4, transient=False)
+        self.live.start()
+
+    def __call__(self, record: dict[str, Any]) -> None:
+        from overnight.panel import render_panel
+        from overnight.status import read_status
+
+        line = _progress_line(record)
+        if line:
+            self.last = line
+        if self.live is None or self.run_dir is None:
+            return
+        try:
+            status = read_status(self.run_dir)
+        except Exception:  # the panel is a view: it never stops the run
+            return
+        if record.get("decision") == "stop":
+            status["state"] = f"stopping: {record.get('reason')}"
+        self.live.update(render_panel(status, self.last))
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
 
 
 def _progress_line(r: dict[str, Any]) -> str | None:
@@ -163,11 +206,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     def announce(rd: Any) -> None:
         if not args.quiet:
             print(f"run dir: {rd.path}", file=sys.stderr, flush=True)
+        if isinstance(listener, _LivePanel):
+            listener.set_run_dir(rd.path)
 
-    with drained_on_signals(signals):
-        rd, result = start_run(
-            spec, args.run_dir, signals=signals, on_created=announce, listener=listener
-        )
+    try:
+        with drained_on_signals(signals):
+            rd, result = start_run(
+                spec, args.run_dir, signals=signals, on_created=announce, listener=listener
+            )
+    finally:
+        if isinstance(listener, _LivePanel):
+            listener.close()
     return _finish_output(rd.path, result, args.json)
 
 
@@ -181,10 +230,15 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if getattr(args, k) is not None
     }
     signals = Signals()
-    with drained_on_signals(signals):
-        rd, result = resume_run(
-            args.run_dir, raises, signals=signals, listener=_progress(args.quiet)
-        )
+    listener = _progress(args.quiet)
+    if isinstance(listener, _LivePanel):
+        listener.set_run_dir(args.run_dir)
+    try:
+        with drained_on_signals(signals):
+            rd, result = resume_run(args.run_dir, raises, signals=signals, listener=listener)
+    finally:
+        if isinstance(listener, _LivePanel):
+            listener.close()
     return _finish_output(rd.path, result, args.json)
 
 
@@ -194,9 +248,35 @@ def cmd_status(args: argparse.Namespace) -> int:
     status = read_status(args.run_dir)
     if args.json:
         print(json.dumps(status, indent=2, sort_keys=True))
+    elif args.watch or sys.stdout.isatty():
+        _panel_loop(args.run_dir, watch=args.watch)
     else:
         print(render_status(status))
     return 0
+
+
+def _panel_loop(run_dir: Path, *, watch: bool) -> None:
+    import time
+
+    from rich.console import Console
+    from rich.live import Live
+
+    from overnight.panel import last_event, render_panel
+    from overnight.status import read_status
+
+    def frame() -> Any:
+        event = last_event(run_dir / "trace.jsonl")
+        return render_panel(read_status(run_dir), _progress_line(event) if event else None)
+
+    console = Console()
+    if not watch:
+        console.print(frame())
+        return
+    with Live(frame(), console=console, refresh_per_second=2) as live:
+        while read_status(run_dir)["state"] == "running":
+            time.sleep(0.5)
+            live.update(frame())
+        live.update(frame())
 
 
 def cmd_report(args: argparse.Namespace) -> int:
