@@ -62,8 +62,32 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="machine-readable")
     st.add_argument("--watch", action="store_true", help="keep the panel live until the run ends")
 
-    rep = sub.add_parser("report", help="the terminal result as Markdown")
+    rep = sub.add_parser(
+        "report", help="the terminal result as Markdown, or as one self-contained HTML page"
+    )
     rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    rep_format = rep.add_mutually_exclusive_group()
+    rep_format.add_argument(
+        "--md",
+        dest="format",
+        action="store_const",
+        const="md",
+        help="Markdown on stdout (the default)",
+    )
+    rep_format.add_argument(
+        "--html",
+        dest="format",
+        action="store_const",
+        const="html",
+        help="one HTML file with inline CSS and SVG plots (default: RUN_DIR/report.html)",
+    )
+    rep.set_defaults(format="md")
+    rep.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        help="write the report here (default: stdout for --md, RUN_DIR/report.html for --html)",
+    )
 
     rev = sub.add_parser(
         "review", help="the human queue: parked tasks, unknown effects, runs a resume cannot fix"
@@ -93,6 +117,43 @@ def _parser() -> argparse.ArgumentParser:
         default="textstats",
         help="textstats: an agent fixes two bugs (default); migrations: command tasks",
     )
+
+    from overnight.estimate import workload_flags
+
+    est = sub.add_parser(
+        "estimate", help="what a night will cost, derived from token counts before it runs"
+    )
+    est.add_argument(
+        "spec",
+        nargs="?",
+        type=Path,
+        help="a night.toml: its [estimate] table, [model], [prices] and agent settings",
+    )
+    est.add_argument(
+        "--seed-example",
+        action="store_true",
+        help="the reference night without a spec: 40 tasks x 6 calls, $5/$25 and $3/$15 per MTok",
+    )
+    est.add_argument("--json", action="store_true", help="the whole derivation as JSON")
+    for flag in workload_flags():
+        est.add_argument(
+            flag.option, dest=flag.dest, type=flag.type, metavar=flag.metavar, help=flag.help
+        )
+    cal = sub.add_parser(
+        "calibrate",
+        help="measure the drift judge on hand-labelled queues before trusting its thresholds",
+    )
+    cal.add_argument("spec", type=Path, help="a night.toml: its [model] is the judge")
+    cal.add_argument(
+        "--queues",
+        type=Path,
+        metavar="FILE",
+        help="labelled queues as JSON (default: the bundled 10 aligned + 10 drifted)",
+    )
+    cal.add_argument(
+        "--usd", type=float, default=2.0, help="money cap for the judge's calls (default: 2.0)"
+    )
+    cal.add_argument("--json", action="store_true", help="the whole report as JSON")
     return p
 
 
@@ -280,6 +341,8 @@ def _panel_loop(run_dir: Path, *, watch: bool) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from overnight.report.facts import read_extras
+    from overnight.report.html import render_html
     from overnight.report.markdown import render_markdown
     from overnight.report.result import TerminalResult
 
@@ -294,7 +357,19 @@ def cmd_report(args: argparse.Namespace) -> int:
         )
         return EXIT_NO_RESULT
     result = TerminalResult.model_validate_json(path.read_text(encoding="utf-8"))
-    sys.stdout.write(render_markdown(result))
+    extras = read_extras(args.run_dir)
+    if args.format == "html":
+        text, out = render_html(result, extras), args.out or args.run_dir / "report.html"
+    else:
+        text, out = render_markdown(result, extras), args.out
+    if out is None:
+        sys.stdout.write(text)
+        return 0
+    try:
+        out.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("--out", f"cannot write {out}: {exc.strerror or exc}") from exc
+    print(out)
     return 0
 
 
@@ -327,6 +402,61 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(args.dir, quiet=args.quiet, example=args.example)
 
 
+def cmd_estimate(args: argparse.Namespace) -> int:
+    from overnight.estimate import (
+        SEED_EXAMPLE,
+        estimate,
+        render_text,
+        resolve_workload,
+        workload_flags,
+    )
+    from overnight.models.prices import price_for
+
+    flags = workload_flags()
+    overrides = {f.path: getattr(args, f.dest) for f in flags if getattr(args, f.dest) is not None}
+    table: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    provider, known = "python", {}
+    if args.seed_example and args.spec is not None:
+        raise ConfigError("--seed-example", "give a spec or --seed-example, not both")
+    if args.seed_example:
+        table = SEED_EXAMPLE.model_dump(exclude_none=True)
+    elif args.spec is not None:
+        from overnight.spec import load_spec
+
+        spec = load_spec(args.spec)
+        if spec.estimate is not None:
+            table = spec.estimate.model_dump(exclude_unset=True)
+        defaults = {
+            "drift_every": spec.run.drift_every,
+            "min_cacheable_tokens": spec.agent.min_cacheable_tokens,
+            "main_model": spec.model.name if spec.model is not None else None,
+            "cheap_model": spec.agent.mechanical_model,
+        }
+        provider = spec.model.provider if spec.model is not None else "python"
+        known = {name: p.price() for name, p in spec.prices.items()}
+    workload = resolve_workload(
+        table, overrides, defaults, lambda name: price_for(name, provider, known)
+    )
+    result = estimate(workload)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+    else:
+        sys.stdout.write(render_text(result))
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from overnight.calibrate import calibrate_spec, render_text
+
+    report = calibrate_spec(args.spec, args.queues, args.usd)
+    if args.json:
+        print(json.dumps(report.model_dump(mode="json"), indent=2, sort_keys=True))
+    else:
+        sys.stdout.write(render_text(report))
+    return report.exit_code
+
+
 COMMANDS = {
     "run": cmd_run,
     "resume": cmd_resume,
@@ -334,6 +464,8 @@ COMMANDS = {
     "report": cmd_report,
     "review": cmd_review,
     "demo": cmd_demo,
+    "calibrate": cmd_calibrate,
+    "estimate": cmd_estimate,
 }
 
 

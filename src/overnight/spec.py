@@ -18,6 +18,7 @@ from overnight.alerts import AlertsSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
 from overnight.core.errors import ConfigError
 from overnight.core.tasks import Task
+from overnight.estimate import Workload
 from overnight.models.prices import price_for
 from overnight.tools.toolbox import ToolsSpec
 
@@ -183,6 +184,9 @@ class Spec(_Strict):
     """Where external effects are written down before they are attempted."""
     alerts: AlertsSpec = Field(default_factory=AlertsSpec)
     """Who is told when the night ends: what ``alert`` and ``page`` do."""
+    estimate: Workload | None = None
+    """The workload ``overnight estimate`` prices before the night runs (tasks, calls per
+    task, call sizes, the levers' settings); a run does not read it."""
     tasks: list[TaskSpec] = Field(default_factory=list)
 
     # Filled by ``load_spec``; not part of the file.
@@ -241,6 +245,7 @@ FIXES: dict[str, str] = {
     "model.name": 'name the model to price, e.g. name = "claude-opus-5"',
     "tasks": "each [[tasks]] entry needs id, verify, and one of command or brief",
     "tasks.id": "use letters, digits and _ . : - only",
+    "estimate": "see `overnight estimate` in the README for the [estimate] fields",
 }
 
 

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from overnight.core.drift import DRIFT_PRUNE_ABOVE
+from overnight.core.endings import DRIFT_HALT_ABOVE
+from overnight.report.facts import ReportExtras, fmt_seconds, fmt_usd, money_lines
 from overnight.report.result import BudgetBlock, TerminalResult
+
+#: Up to this many model calls, the spend curve is listed point by point.
+CURVE_POINTS_LISTED = 30
 
 
 def _budget_row(name: str, b: BudgetBlock, unit: str) -> str:
@@ -19,7 +25,47 @@ def _budget_row(name: str, b: BudgetBlock, unit: str) -> str:
     )
 
 
-def render_markdown(r: TerminalResult) -> str:
+def _money_lines(r: TerminalResult, extras: ReportExtras) -> str:
+    lines = money_lines(r, extras.fractions)
+    if not lines:
+        return "Money lines: none (no money limit)."
+    parts = []
+    for line in lines:
+        when = (
+            "not reached"
+            if line.reached_at is None
+            else f"reached at {fmt_seconds(line.reached_at)}"
+        )
+        parts.append(f"{line.name} {fmt_usd(line.usd)} ({100 * line.fraction:.0f}%, {when})")
+    text = "Money lines: " + "; ".join(parts) + "."
+    enforced = r.budgets.cost_usd.enforced_at
+    limit = r.budgets.cost_usd.limit
+    if enforced is not None and limit:
+        text += (
+            f" Enforced at {fmt_usd(enforced)} ({100 * enforced / limit:.0f}%): no ordinary "
+            "call may cross it; above it lies the wrap-up reserve."
+        )
+    return text
+
+
+def _spend_curve(r: TerminalResult) -> str:
+    curve = r.spend.curve
+    if not curve:
+        return "Spend curve: no model call was made."
+    if len(curve) <= CURVE_POINTS_LISTED:
+        points = ", ".join(f"{fmt_seconds(p.seconds)} {fmt_usd(p.cost_usd)}" for p in curve)
+        return f"Spend curve (time, cumulative), one point per model call: {points}."
+    first, last = curve[0], curve[-1]
+    return (
+        f"Spend curve: {len(curve)} model calls, the first at {fmt_seconds(first.seconds)} "
+        f"({fmt_usd(first.cost_usd)}), the last at {fmt_seconds(last.seconds)} "
+        f"({fmt_usd(last.cost_usd)})."
+    )
+
+
+def render_markdown(r: TerminalResult, extras: ReportExtras | None = None) -> str:
+    """The report; ``extras`` adds the lessons and places the notice band."""
+    extras = extras or ReportExtras()
     out: list[str] = []
     out.append(f"# overnight run {r.run_id}")
     out.append("")
@@ -27,6 +73,12 @@ def render_markdown(r: TerminalResult) -> str:
         f"**{r.stop_reason}** ({r.status}, exit {r.exit_code}, "
         f"{'resumable' if r.resumable else 'not resumable'}): {r.message}."
     )
+    out.append("")
+    alert = f"Alert: {r.alert}."
+    if r.alerts:
+        sent = "; ".join(", ".join(f"{k}: {v}" for k, v in a.items()) for a in r.alerts)
+        alert += f" Sent: {sent}."
+    out.append(alert)
     out.append("")
     out.append(f"Goal: {r.goal.text}")
     out.append("")
@@ -46,12 +98,20 @@ def render_markdown(r: TerminalResult) -> str:
     out.append(_budget_row("steps", r.budgets.steps, ""))
     out.append(_budget_row("seconds", r.budgets.seconds, "s"))
     out.append("")
+    out.append(_money_lines(r, extras))
+    out.append("")
     cpv = r.spend.cost_per_verified_task
     per_task = "n/a" if cpv is None else f"${cpv:.4f}"
     out.append(
         f"Spent ${r.spend.total_usd:.4f} in {r.spend.model_calls} model call(s), wrap-up "
         f"${r.wrapup.cost_usd:.4f} included; per verified task: {per_task}."
     )
+    out.append("")
+    if r.spend.by_purpose:
+        by = sorted(r.spend.by_purpose.items(), key=lambda kv: -kv[1])
+        out.append("By purpose: " + ", ".join(f"{k} {fmt_usd(v)}" for k, v in by) + ".")
+        out.append("")
+    out.append(_spend_curve(r))
     out.append("")
     out.append(f"## Verified tasks ({len(r.verified)})")
     out.append("")
@@ -76,6 +136,9 @@ def render_markdown(r: TerminalResult) -> str:
     if r.plan.in_progress:
         out.append(f"In flight when the run stopped (resume verifies it): `{r.plan.in_progress}`")
         out.append("")
+    else:
+        out.append("In flight when the run stopped: none.")
+        out.append("")
     out.append(f"Not started: {', '.join(r.plan.remaining) or 'none'}")
     out.append("")
     if r.plan.pruned:
@@ -96,10 +159,26 @@ def render_markdown(r: TerminalResult) -> str:
     out.append("")
     out.append("## Drift history")
     out.append("")
+    out.append(
+        f"Above {DRIFT_PRUNE_ABOVE:g} the off-goal tasks are pruned; above {DRIFT_HALT_ABOVE:g} "
+        "the run halts (DRIFT_DETECTED)."
+    )
+    out.append("")
     for d in r.drift:
-        out.append(f"- after {d.at_task_count} task(s): {d.score:.2f} ({d.action})")
+        off = f"; off-goal: {', '.join(d.off_goal_task_ids)}" if d.off_goal_task_ids else ""
+        out.append(
+            f"- after {d.at_task_count} task(s): {d.score:.2f} ({d.action}), "
+            f"at {fmt_seconds(d.seconds)}{off}"
+        )
     if not r.drift:
         out.append("- no drift check ran")
+    out.append("")
+    out.append(f"## Lessons ({len(extras.lessons)})")
+    out.append("")
+    for lesson in extras.lessons:
+        out.append(f"- {lesson}")
+    if not extras.lessons:
+        out.append("- none recorded")
     out.append("")
     out.append("## Work")
     out.append("")

@@ -1,0 +1,132 @@
+"""Finished nights to report on, run in-process through the real harness with fakes.
+
+``full_night``: verified, parked and pruned tasks, two drift checks, lessons, external effects,
+spend spread over time and untrusted text (a task title, verifier output, effect arguments,
+a lesson and the model's summary all carry markup). ``budget_night``: ends
+BUDGET_EXHAUSTED:money with a task left in flight and a refused call.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from overnight.core.tasks import Task
+from overnight.executor import ExecContext, ExecResult
+from overnight.models.types import ModelRequest
+from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, usage_dict
+from overnight.testing.fakes import advance, model_call
+from tests.helpers.nights import make_repo, make_spec, run_night
+
+EVIL_TITLE = "<script>alert(1)</script>"
+EVIL_VERIFY_OUTPUT = "<img src=x onerror=alert(2)>"
+EVIL_LESSON = "wrap <b>bold</b> output in a <pre> block before comparing"
+EVIL_SUMMARY = "Closing note <script>alert(3)</script> & done."
+PARKED_REASON = "not done after 1 attempt(s)"
+
+VERIFIED = ["a01", "a02", "a04", "a07", "a08"]
+PARKED = ["a03"]
+PRUNED = ["a05", "a06"]
+
+
+@contextmanager
+def isolated_env(home: Path) -> Iterator[None]:
+    """What tests/conftest.py's autouse fixture does, for nights shared by many tests."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OVERNIGHT_HOME", str(home / ".overnight"))
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        mp.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+        yield
+
+
+class WorkingExecutor:
+    """Each task: a minute passes, one execute call, a file written, a lesson learned; a01
+    confirms an e-mail and a04 records a failed webhook in the effects ledger."""
+
+    def execute(self, task: Task, ctx: ExecContext) -> ExecResult:
+        ctx.advance_clock(60)
+        ctx.call_model(
+            ModelRequest(
+                model=ctx.model,
+                purpose="execute",
+                system="You carry out one task in a repository.",
+                messages=[{"role": "user", "content": task.brief or ""}],
+                max_tokens=2_000,
+            )
+        )
+        (ctx.workdir / f"{task.id}.txt").write_text(f"{task.id}\n", encoding="utf-8")
+        if task.id == "a01":
+            key = f"{ctx.run_id}:{task.id}:send_email:1"
+            args = {"to": "ops@example.invalid", "subject": "<i>done</i>"}
+            ctx.effects.intend(ctx.run_id, task.id, key, "email-a01", "send_email", args)
+            ctx.effects.settle(key, "confirmed", {"message_id": "m-1"})
+        if task.id == "a04":
+            key = f"{ctx.run_id}:{task.id}:webhook:1"
+            ctx.effects.intend(ctx.run_id, task.id, key, None, "webhook", {"event": "a04"})
+            ctx.effects.settle(key, "failed", error="HTTP 400 <bad request>")
+        lesson = EVIL_LESSON if task.id == "a01" else f"task {task.id} needs one file"
+        return ExecResult("finished", "wrote the file", lessons=[lesson])
+
+
+def _task(tid: str, title: str, verify: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": tid,
+        "title": title,
+        "brief": f"do {tid}",
+        "verify": verify or f"test -f {tid}.txt",
+        **extra,
+    }
+
+
+def full_night(base: Path) -> Path:
+    repo = make_repo(base / "repo")
+    tasks = [
+        _task("a01", "write the first file"),
+        _task("a02", EVIL_TITLE),
+        _task("a03", "a task that never passes", f"echo '{EVIL_VERIFY_OUTPUT}'; exit 1", retries=0),
+        _task("a04", "write the fourth file"),
+        _task("a05", "polish the logo (off goal)"),
+        _task("a06", "rewrite the docs site (off goal)"),
+        _task("a07", "write the seventh file"),
+        _task("a08", "write the eighth file"),
+    ]
+    scores = iter([0.4, 0.1])
+
+    def judge(_request: ModelRequest) -> dict[str, Any]:
+        score = next(scores, 0.1)
+        off = PRUNED if score > 0.3 else []
+        return {"reasoning": "judged", "off_goal_task_ids": off, "drift_score": score}
+
+    spec = make_spec(repo, tasks=tasks, run={"drift_every": 2})
+    model = ScriptedModel(
+        drift=judge,
+        execute=text_answer("done", usage_dict(input=400, output=500)),
+        summarize=EVIL_SUMMARY,
+    )
+    rd, _ = run_night(spec, base / "run", model=model, executor=WorkingExecutor())
+    return rd.path
+
+
+def budget_night(base: Path) -> Path:
+    repo = make_repo(base / "repo")
+    tasks = [
+        {"id": f"b{i:02d}", "title": f"agent part {i}", "brief": f"do part {i}", "verify": "true"}
+        for i in range(20)
+    ]
+    spec = make_spec(repo, usd=1.0, tasks=tasks, run={"replan": False, "drift_every": 1000})
+
+    def spend_it_all(request: ModelRequest) -> dict[str, Any]:
+        return text_answer("done", usage_dict(output=request.max_tokens))
+
+    executor = ScriptedExecutor(
+        default=[advance(30), model_call(max_tokens=4_000), advance(30), model_call(4_000)]
+    )
+    rd, _ = run_night(
+        spec, base / "run", model=ScriptedModel(execute=spend_it_all), executor=executor
+    )
+    return rd.path

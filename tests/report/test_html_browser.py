@@ -1,0 +1,171 @@
+"""The HTML report in a real browser: headless Chromium loads it, builds the plots and logs
+nothing to the console; screenshots are kept under test-artifacts/ for a person to look at.
+
+Skipped when Chromium is not installed, except under ``CI=true``, where that is a failure
+(.ci/run installs it). Every Chromium is bounded by a timeout and its whole process group is
+killed afterwards, so no browser process outlives its test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from overnight.cli import main
+from tests.report.runs import EVIL_TITLE
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+TIMEOUT_S = 60.0
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--hide-scrollbars",
+    "--enable-logging=stderr",
+    "--v=0",
+)
+#: A page's console output, as --enable-logging=stderr writes it:
+#: ``[pid:tid:time:INFO:CONSOLE:12] "message", source: file:///... (12)`` (older builds write
+#: ``CONSOLE(12)``). Every console message is logged at INFO whatever its level, so the level
+#: cannot be told apart here; the report has no script, so any console line at all is the
+#: browser complaining (a blocked load, a policy violation, an error) and fails the test.
+CONSOLE = re.compile(r"CONSOLE[(:]")
+
+
+@dataclass(frozen=True)
+class Browsed:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def console(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if CONSOLE.search(line)]
+
+
+def chromium_binary() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found:
+        return found
+    if os.environ.get("CI") == "true":
+        pytest.fail("chromium is not installed; under CI=true it must be (see .ci/run)")
+    pytest.skip("chromium is not installed (apt-get install -y chromium)")
+
+
+@pytest.fixture(scope="module")
+def chromium() -> str:
+    return chromium_binary()
+
+
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def browse(binary: str, profile: Path, *args: str) -> Browsed:
+    """One Chromium in its own process group, bounded by ``TIMEOUT_S``, group killed after."""
+    proc = subprocess.Popen(
+        [binary, *FLAGS, f"--user-data-dir={profile}", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc)
+        proc.communicate()
+        raise
+    finally:
+        _kill_group(proc)  # helpers (zygote, renderer, crash handler) share the group
+        proc.wait()
+    return Browsed(proc.returncode, out, err)
+
+
+def write_report(run_dir: Path, out: Path) -> Path:
+    assert main(["report", str(run_dir), "--html", "--out", str(out)]) == 0
+    return out
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+    width, height = struct.unpack(">II", data[16:24])
+    return width, height
+
+
+def test_the_page_loads_with_the_ending_and_the_plots_and_a_quiet_console(
+    chromium: str, full_run: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = write_report(full_run, tmp_path / "report.html")
+    capsys.readouterr()
+    seen = browse(chromium, tmp_path / "profile", "--dump-dom", report.as_uri())
+    assert seen.returncode == 0, seen.stderr[-2000:]
+    dom = seen.stdout
+    assert '<span class="ending">QUEUE_EMPTY_GOAL_UNMET</span>' in dom
+    assert "<dt>exit code</dt><dd>3</dd>" in dom
+    assert dom.count("<svg") >= 5  # two gauges, the spend chart, its zoom, the drift chart
+    for plot in ('class="chart spend-chart"', 'class="chart drift-chart"', "<polyline"):
+        assert plot in dom, plot
+    # The hostile title is text in the built DOM, never an element.
+    assert "<script" not in dom
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in dom and EVIL_TITLE not in dom
+    assert seen.console() == []
+
+
+@pytest.mark.parametrize(
+    ("night", "name"),
+    [("full_run", "report-full-night.png"), ("budget_run", "report-budget-exhausted.png")],
+)
+def test_screenshot_is_kept_as_an_artifact(
+    chromium: str,
+    night: str,
+    name: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = write_report(request.getfixturevalue(night), tmp_path / "report.html")
+    capsys.readouterr()
+    ARTIFACTS.mkdir(exist_ok=True)
+    shot = ARTIFACTS / name
+    shot.unlink(missing_ok=True)
+    seen = browse(
+        chromium,
+        tmp_path / "profile",
+        f"--screenshot={shot}",
+        "--window-size=1280,2400",
+        report.as_uri(),
+    )
+    assert seen.returncode == 0, seen.stderr[-2000:]
+    assert png_size(shot) == (1280, 2400)
+    assert shot.stat().st_size > 30_000  # a rendered page, not a blank one
+    assert seen.console() == []
+
+
+def test_the_console_check_sees_what_a_page_logs(chromium: str, tmp_path: Path) -> None:
+    """The check above is not vacuous: this Chromium does report console output on stderr."""
+    page = tmp_path / "noisy.html"
+    page.write_text(
+        "<!DOCTYPE html><title>noisy</title><script>console.error('boom-1234')</script>",
+        encoding="utf-8",
+    )
+    seen = browse(chromium, tmp_path / "profile", "--dump-dom", page.as_uri())
+    assert seen.returncode == 0, seen.stderr[-2000:]
+    assert any("boom-1234" in line for line in seen.console())
