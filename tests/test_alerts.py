@@ -139,3 +139,15 @@ def test_bad_alert_specs_are_configuration_errors(repo: Path, alerts: dict[str, 
     with pytest.raises(ConfigError) as info:
         make_spec(repo, tasks=[command_task("t", "true", "true")], alerts=alerts)
     assert info.value.field.startswith("alerts")
+
+
+def test_no_alerts_configured_records_nothing(repo: Path, tmp_path: Path) -> None:
+    _, r = run_night(drained(repo, {}), tmp_path / "run", model=ScriptedModel())
+    assert r.exit_code == 3 and r.alerts == []
+
+
+def test_a_route_to_an_unconfigured_action_is_recorded(repo: Path, tmp_path: Path) -> None:
+    spec = drained(repo, {"page": {"command": "exit 0"}})  # FAILURE routes to "alert"
+    _, r = run_night(spec, tmp_path / "run", model=ScriptedModel())
+    [record] = r.alerts
+    assert record["ok"] is False and "no [alerts.alert]" in record["detail"]

@@ -76,8 +76,8 @@ def send_alert(spec: AlertsSpec, result: dict[str, Any]) -> dict[str, Any] | Non
     """Carry out the alert a result calls for. Returns what happened (for the result), or None
     when nothing was to be done. Never raises."""
     action = action_for(spec, str(result["ending"]), str(result["status"]))
-    if action == "none":
-        return None
+    if action == "none" or (spec.alert is None and spec.page is None):
+        return None  # nothing asked for, or nobody to tell: not a failure
     how = spec.page if action == "page" else spec.alert
     if action == "page" and how is None:
         how = spec.alert
