@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 import anthropic
-from anthropic.types import MessageParam, TextBlockParam, ToolParam
-from anthropic.types.beta import BetaMessageParam, BetaOutputConfigParam, BetaToolUnionParam
 
 from overnight.models.provider_errors import ProviderError, translate
 from overnight.models.types import (
@@ -143,74 +141,41 @@ class AnthropicClient:
             return anthropic.omit
         return {"type": "tool", "name": request.tool_choice}
 
-    def _standard(self, request: ModelRequest) -> ModelResponse:
+    def _arguments(self, request: ModelRequest, output_config: Any) -> dict[str, Any]:
+        """The keyword arguments shared by the standard and beta, streamed and plain calls."""
         kw = self._common(request)
-        messages = cast("list[MessageParam]", kw.pop("messages"))
-        system = cast("str | list[TextBlockParam]", kw.pop("system", anthropic.omit))
-        tools = cast("list[ToolParam]", kw.pop("tools", anthropic.omit))
+        return {
+            "model": request.model,
+            "max_tokens": request.max_tokens,
+            "messages": kw.pop("messages"),
+            "system": kw.pop("system", anthropic.omit),
+            "tools": kw.pop("tools", anthropic.omit),
+            "tool_choice": self._tool_choice(request),
+            "output_config": output_config,
+        }
+
+    def _standard(self, request: ModelRequest) -> ModelResponse:
         output_config: Any = (
             {"effort": request.effort} if request.effort is not None else anthropic.omit
         )
+        args = self._arguments(request, output_config)
         if self.stream:
-            return _streamed(
-                self.sdk.messages.stream(
-                    model=request.model,
-                    max_tokens=request.max_tokens,
-                    messages=messages,
-                    system=system,
-                    tools=tools,
-                    tool_choice=self._tool_choice(request),
-                    output_config=output_config,
-                )
-            )
-        message = self.sdk.messages.create(
-            model=request.model,
-            max_tokens=request.max_tokens,
-            messages=messages,
-            system=system,
-            tools=tools,
-            tool_choice=self._tool_choice(request),
-            output_config=output_config,
-            stream=False,
-        )
+            return _streamed(self.sdk.messages.stream(**args))
+        message = self.sdk.messages.create(**args, stream=False)
         return to_response(message, from_anthropic(_usage_dict(message.usage)))
 
     def _beta(self, request: ModelRequest) -> ModelResponse:
         assert request.task_budget_tokens is not None
-        kw = self._common(request)
-        messages = cast("list[BetaMessageParam]", kw.pop("messages"))
-        system: Any = kw.pop("system", anthropic.omit)
-        tools = cast("list[BetaToolUnionParam]", kw.pop("tools", anthropic.omit))
         config: dict[str, Any] = {
             "task_budget": {"type": "tokens", "total": request.task_budget_tokens}
         }
         if request.effort is not None:
             config["effort"] = request.effort
-        output_config = cast("BetaOutputConfigParam", config)
+        args = self._arguments(request, config)
+        args["betas"] = [TASK_BUDGET_BETA]
         if self.stream:
-            return _streamed(
-                self.sdk.beta.messages.stream(
-                    model=request.model,
-                    max_tokens=request.max_tokens,
-                    messages=messages,
-                    system=system,
-                    tools=tools,
-                    tool_choice=self._tool_choice(request),
-                    output_config=output_config,
-                    betas=[TASK_BUDGET_BETA],
-                )
-            )
-        message = self.sdk.beta.messages.create(
-            model=request.model,
-            max_tokens=request.max_tokens,
-            messages=messages,
-            system=system,
-            tools=tools,
-            tool_choice=self._tool_choice(request),
-            output_config=output_config,
-            betas=[TASK_BUDGET_BETA],
-            stream=False,
-        )
+            return _streamed(self.sdk.beta.messages.stream(**args))
+        message = self.sdk.beta.messages.create(**args, stream=False)
         return to_response(message, from_anthropic(_usage_dict(message.usage)))
 
 
