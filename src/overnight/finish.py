@@ -3,7 +3,6 @@ fallback), the terminal result, and ``result.json`` written even on a full disk.
 
 from __future__ import annotations
 
-import errno
 from typing import Any
 
 from overnight import workspace as ws
@@ -235,13 +234,12 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
 
 
 def write_result(night: Night, result: TerminalResult) -> None:
-    """Write result.json; on a full disk, free the space reserved at the start and retry."""
-    data = redact(result.model_dump(mode="json"), secret_values())
+    """Write result.json (already redacted by ``finish``); on a full disk, free the space
+    reserved at the start and retry."""
+    data = result.model_dump(mode="json")
     try:
         write_json_atomic(night.run_dir.result, data)
-    except (DiskFull, OSError) as exc:
-        if isinstance(exc, OSError) and exc.errno != errno.ENOSPC:
-            raise
+    except DiskFull:
         if not night.run_dir.free_disk_reserve():
             raise
         write_json_atomic(night.run_dir.result, data)

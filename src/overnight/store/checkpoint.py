@@ -22,16 +22,13 @@ naming the check that failed; a missing file is not an error (there is nothing t
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from overnight.core.errors import CheckpointCorrupt, DiskFull
+from overnight.core.errors import CheckpointCorrupt
+from overnight.store.atomic import write_atomic
 
 SCHEMA_VERSION: int = 1
 
@@ -62,39 +59,7 @@ def save_checkpoint(path: Path, body: dict[str, Any]) -> None:
         "body": text,
     }
     data = json.dumps(frame, sort_keys=True, ensure_ascii=False).encode("utf-8")
-    directory = path.parent
-    try:
-        fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        _raise_translated(exc, path)
-        raise
-    try:
-        with open(fd, "wb") as tmp:
-            tmp.write(data)
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-        _fsync_directory(directory)
-    except BaseException as exc:
-        # After a successful replace the temporary name no longer exists; nothing to remove.
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        if isinstance(exc, OSError):
-            _raise_translated(exc, path)
-        raise
-
-
-def _fsync_directory(directory: Path) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def _raise_translated(exc: OSError, path: Path) -> None:
-    if exc.errno == errno.ENOSPC:
-        raise DiskFull(f"cannot write checkpoint {path}: no space left on device") from exc
+    write_atomic(path, data, "checkpoint")
 
 
 def load_checkpoint(path: Path) -> dict[str, Any] | None:

@@ -13,15 +13,14 @@ RUN_DIR/command.pgid     the process group of the command running now (gone betw
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from overnight.core.errors import ConfigError, DiskFull
+from overnight.core.errors import ConfigError
+from overnight.store.atomic import write_atomic
 
 #: Freed when a write fails for lack of space, so that result.json can still be written.
 DISK_RESERVE_BYTES = 1 << 20
@@ -62,28 +61,9 @@ class RunDir:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Same-directory temp file, fsync, rename, fsync of the directory."""
+    """``data`` as indented JSON, written whole or not at all (see ``write_atomic``)."""
     body = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        dirfd = os.open(path.parent, os.O_DIRECTORY)
-        try:
-            os.fsync(dirfd)
-        finally:
-            os.close(dirfd)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if exc.errno == errno.ENOSPC:
-            raise DiskFull(f"no space left writing {path}") from exc
-        raise
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, body.encode("utf-8"), path.name)
 
 
 def read_json(path: Path) -> Any:
