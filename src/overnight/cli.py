@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -16,6 +17,7 @@ from overnight import __version__
 from overnight.core.errors import ConfigError, OvernightError
 
 EXIT_USAGE = 64
+PANEL_REDRAW_S = 0.25
 EXIT_NO_RESULT = 66
 
 
@@ -181,6 +183,7 @@ class _LivePanel:
         self.live: Any = None
         self.run_dir: Path | None = None
         self.last = ""
+        self.drawn_at = float("-inf")
 
     def set_run_dir(self, run_dir: Path) -> None:
         from rich.live import Live
@@ -198,11 +201,18 @@ class _LivePanel:
             self.last = line
         if self.live is None or self.run_dir is None:
             return
+        stopping = record.get("decision") == "stop"
+        now = time.monotonic()
+        # Reading the run's files at every trace line would make a long night's panel cost
+        # grow with its journal; a few redraws a second are all a person can read.
+        if not stopping and now - self.drawn_at < PANEL_REDRAW_S:
+            return
+        self.drawn_at = now
         try:
             status = read_status(self.run_dir)
         except Exception:  # the panel is a view: it never stops the run
             return
-        if record.get("decision") == "stop":
+        if stopping:
             status["state"] = f"stopping: {record.get('reason')}"
         self.live.update(render_panel(status, self.last))
 
@@ -317,8 +327,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _panel_loop(run_dir: Path, *, watch: bool) -> None:
-    import time
-
     from rich.console import Console
     from rich.live import Live
 

@@ -405,13 +405,12 @@ class Night(HarnessCalls):
         return self.budgets()[STEPS].exhausted
 
     def effects_done(self, task: Task) -> str:
-        rows = [r for r in self.effects.for_run(self.state.run_id) if r.task_id == task.id]
-        return render_done(rows)
+        return render_done(self.effects.for_task(self.state.run_id, task.id))
 
     def unsettled_effects(self, task: Task) -> list[EffectRow]:
         """Effects of ``task`` whose outcome nobody knows: intended with no answer (the process
         died in the call) are marked unknown here."""
-        rows = [r for r in self.effects.for_run(self.state.run_id) if r.task_id == task.id]
+        rows = self.effects.for_task(self.state.run_id, task.id)
         for r in rows:
             if r.state == "intended":
                 self.effects.settle(r.step_key, "unknown", error="no answer was recorded")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -107,6 +109,8 @@ class EffectStore(Protocol):
 
     def for_run(self, run_id: str) -> list[EffectRow]: ...
 
+    def for_task(self, run_id: str, task_id: str) -> list[EffectRow]: ...
+
     def resolve(self, item: str, note: str) -> None: ...
 
     def resolutions(self) -> dict[str, str]: ...
@@ -138,26 +142,26 @@ class SqliteEffectStore:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
+        with self._full_disk_is_disk_full():
             self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             self._db.executescript(SCHEMA)
-        except sqlite3.OperationalError as exc:
-            if "full" in str(exc).lower():
-                raise DiskFull(f"effects ledger {path}: {exc}") from exc
-            raise
 
-    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
+    @contextmanager
+    def _full_disk_is_disk_full(self) -> Iterator[None]:
         try:
-            with self._db:  # one transaction per state change
-                self._db.execute("BEGIN IMMEDIATE")
-                self._db.execute(sql, params)
+            yield
         except sqlite3.OperationalError as exc:
             if "full" in str(exc).lower():
                 raise DiskFull(f"effects ledger {self.path}: {exc}") from exc
             raise
+
+    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
+        with self._full_disk_is_disk_full(), self._db:  # one transaction per state change
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.execute(sql, params)
 
     def get(self, step_key: str) -> EffectRow | None:
         r = self._db.execute("SELECT * FROM effects WHERE step_key = ?", (step_key,)).fetchone()
@@ -225,6 +229,13 @@ class SqliteEffectStore:
     def for_run(self, run_id: str) -> list[EffectRow]:
         rows = self._db.execute(
             "SELECT * FROM effects WHERE run_id = ? ORDER BY id", (run_id,)
+        ).fetchall()
+        return [_row(r) for r in rows]
+
+    def for_task(self, run_id: str, task_id: str) -> list[EffectRow]:
+        rows = self._db.execute(
+            "SELECT * FROM effects WHERE run_id = ? AND task_id = ? ORDER BY id",
+            (run_id, task_id),
         ).fetchall()
         return [_row(r) for r in rows]
 
