@@ -1,12 +1,15 @@
-"""Running shell commands (command tasks, verify commands, the goal predicate).
+"""Running commands (command tasks, verify commands, the goal predicate, ``run_command``).
 
-Every command runs through ``/bin/sh -c`` in a process group of its own, so a timeout or an
-interrupt can end everything it spawned, not only the shell. Output goes to a file rather than
+A command is a shell line (run with ``/bin/sh -c``) or a list of words (run as they are). It
+runs in a process group of its own, so a timeout or an interrupt can end everything it
+spawned, not only the shell; a confined command (``confine``, the OS sandbox) also runs in a
+PID namespace of its own, and its end ends every process in it. Output goes to a file rather than
 a pipe, so a chatty command can never block on a full pipe buffer while the harness waits for
 it; the harness reads the file back afterwards and keeps only the tail.
 
-The child's environment is a copy of the harness's own with secrets removed: a verify command
-has no business seeing the provider's API key.
+An unconfined child's environment is a copy of the harness's own with secrets removed: a
+verify command has no business seeing the provider's API key. A confined one gets only the
+sandbox's allowlisted environment.
 """
 
 from __future__ import annotations
@@ -14,16 +17,17 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
+import json
 import os
 import re
 import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from overnight.core.errors import DiskFull, WorkspaceError
 
@@ -69,6 +73,20 @@ def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return {name: value for name, value in source.items() if not is_secret_name(name)}
 
 
+class Confinement(Protocol):
+    """How a command is wrapped to run confined (``overnight.sandbox.Sandbox``)."""
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The whole environment of a confined command."""
+        ...
+
+    def command(self, argv: Sequence[str], *, cwd: Path, info_fd: int | None = None) -> list[str]:
+        """The command line running ``argv`` confined in ``cwd``; the confinement writes
+        ``{"child-pid": N}`` to ``info_fd``, the first process of its PID namespace."""
+        ...
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """What a command did.
@@ -87,19 +105,21 @@ class CommandResult:
 
 
 def run_command(
-    command: str,
+    command: str | Sequence[str],
     *,
     cwd: Path,
     timeout_s: float,
     env: Mapping[str, str] | None = None,
+    confine: Confinement | None = None,
     should_stop: Callable[[], str | None] | None = None,
     log_path: Path | None = None,
     max_output: int = 20_000,
     poll_s: float = 0.05,
     on_spawn: Callable[[int], None] | None = None,
 ) -> CommandResult:
-    """Run ``command`` with ``/bin/sh -c`` in ``cwd`` and wait for it, never longer than
-    ``timeout_s``.
+    """Run ``command`` in ``cwd`` and wait for it, never longer than ``timeout_s``: a string
+    with ``/bin/sh -c``, a list of words as it is. With ``confine`` it runs in the sandbox,
+    with the sandbox's environment (``env`` must then be None).
 
     ``should_stop`` is polled while the command runs; when it returns a signal name the
     command's process group is ended and the result says ``interrupted`` (nothing is raised:
@@ -113,15 +133,33 @@ def run_command(
     killed outright before it could).
 
     Whatever happens, including an exception in ``should_stop`` or ``on_spawn``, the whole
-    process group is ended and the shell reaped before this returns.
+    process group is ended and the shell reaped before this returns; a confined command's
+    whole PID namespace too.
     """
     if not cwd.is_dir():
         raise WorkspaceError(f"cannot run {command!r}: directory {cwd} does not exist")
-    child_env = dict(scrubbed_env() if env is None else env)
+    argv = ["/bin/sh", "-c", command] if isinstance(command, str) else list(command)
+    if not argv:
+        raise WorkspaceError("cannot run an empty command")
+    info: tuple[int, int] | None = None
+    if confine is not None:
+        if env is not None:
+            raise ValueError("a confined command gets the sandbox's environment, not env")
+        info = os.pipe()
+        argv = confine.command(argv, cwd=cwd, info_fd=info[1])
+        child_env = dict(confine.env)
+    else:
+        child_env = dict(scrubbed_env() if env is None else env)
     sink = _open_sink(log_path)
     with sink:
         start = time.monotonic()
-        proc = _spawn(command, cwd, child_env, sink)
+        try:
+            proc = _spawn(argv, cwd, child_env, sink, () if info is None else (info[1],))
+        except BaseException:
+            _close_info(info)
+            raise
+        if info is not None:
+            os.close(info[1])
         timed_out = interrupted = False
         try:
             if on_spawn is not None:
@@ -140,7 +178,11 @@ def run_command(
                     interrupted = True
                     break
         finally:
-            _end_group(proc)
+            try:
+                _end_group(proc)
+            finally:
+                if info is not None:
+                    _end_namespace(info[0])
         seconds = time.monotonic() - start
         output = _read_tail(sink, max_output, log_path)
 
@@ -172,11 +214,11 @@ def _open_sink(log_path: Path | None) -> IO[bytes]:
 
 
 def _spawn(
-    command: str, cwd: Path, env: dict[str, str], sink: IO[bytes]
+    argv: list[str], cwd: Path, env: dict[str, str], sink: IO[bytes], keep: tuple[int, ...]
 ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
-            ["/bin/sh", "-c", command],
+            argv,
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
@@ -184,9 +226,55 @@ def _spawn(
             stderr=subprocess.STDOUT,
             start_new_session=True,
             close_fds=True,
+            pass_fds=keep,
         )
     except OSError as exc:
-        raise WorkspaceError(f"cannot start {command!r} in {cwd}: {exc}") from exc
+        raise WorkspaceError(f"cannot start {argv[0]!r} in {cwd}: {exc}") from exc
+
+
+def _close_info(info: tuple[int, int] | None) -> None:
+    if info is not None:
+        for fd in info:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+def _end_namespace(info_read: int) -> None:
+    """Make sure the confined command's PID namespace is gone: its first process dies with
+    bubblewrap, and the kernel then ends every process in the namespace; if it is still
+    running (it never should be), kill it, which has the same effect."""
+    try:
+        with os.fdopen(info_read, "rb") as handle:
+            data = handle.read(1 << 16)
+        pid = int(json.loads(data or b"{}").get("child-pid", 0))
+    except (OSError, ValueError, AttributeError):
+        return
+    if pid <= 1:
+        return
+    deadline = time.monotonic() + _KILL_SETTLE_S
+    while _running(pid):
+        if time.monotonic() >= deadline:
+            if not _in_other_pid_namespace(pid):
+                return  # the id now names some other process: not ours to end
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + _KILL_SETTLE_S
+            while _running(pid) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return
+        time.sleep(0.01)
+
+
+def _in_other_pid_namespace(pid: int) -> bool:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid") != os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return False
+
+
+def _running(pid: int) -> bool:
+    fields = _stat_fields(Path("/proc", str(pid), "stat"))
+    return fields is not None and bool(fields) and fields[0] not in (b"Z", b"X")
 
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:

@@ -1,7 +1,7 @@
 """The tools an agent may be given: each confined to the run's worktree, each allowlisted."""
 
 from overnight.tools.base import Tool, ToolContext, ToolError, ToolOutcome
-from overnight.tools.sandbox import resolve_inside
+from overnight.tools.paths import resolve_inside
 from overnight.tools.toolbox import BUILTIN_TOOLS, READ_ONLY_TOOLS, Toolbox, ToolsSpec
 
 __all__ = [

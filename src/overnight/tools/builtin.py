@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from overnight import process
+from overnight.core import globs
 from overnight.core.errors import RunError
 from overnight.tools.base import ToolContext, ToolError, ToolOutcome
-from overnight.tools.sandbox import display, is_git_name, real_root, resolve_inside
+from overnight.tools.paths import display, is_git_name, real_root, resolve_inside
 
 #: read_file: most lines returned by one call.
 READ_MAX_LINES = 2000
@@ -237,71 +238,12 @@ def _files_under(ctx: ToolContext, base: Path) -> list[str]:
 # --------------------------------------------------------------------------- globs
 
 
-def _glob_to_regex(pattern: str) -> str:
-    """Translate a glob: ``*`` and ``?`` stay within one directory, ``**`` crosses them,
-    ``[abc]``/``[!abc]`` are classes and ``{a,b}`` alternatives."""
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        c = pattern[i]
-        if c == "*":
-            if pattern.startswith("**", i):
-                if pattern.startswith("/", i + 2):
-                    out.append("(?:.*/)?")
-                    i += 3
-                else:
-                    out.append(".*")
-                    i += 2
-                continue
-            out.append("[^/]*")
-        elif c == "?":
-            out.append("[^/]")
-        elif c == "[":
-            end = pattern.find("]", i + 2)
-            if end == -1:
-                out.append(re.escape(c))
-            else:
-                body = pattern[i + 1 : end]
-                if body.startswith("!"):
-                    body = "^" + body[1:]
-                out.append("[" + body.replace("\\", "\\\\") + "]")
-                i = end + 1
-                continue
-        elif c == "{":
-            end = pattern.find("}", i)
-            if end == -1 or "{" in pattern[i + 1 : end]:
-                out.append(re.escape(c))
-            else:
-                options = pattern[i + 1 : end].split(",")
-                out.append("(?:" + "|".join(_glob_to_regex(o) for o in options) + ")")
-                i = end + 1
-                continue
-        else:
-            out.append(re.escape(c))
-        i += 1
-    return "".join(out)
-
-
 def glob_matcher(pattern: str) -> Callable[[str, str], bool]:
-    """A test ``(path relative to the root, path relative to the listed directory) -> bool``.
-
-    A pattern without ``/`` is matched against the file name alone (``*.py`` finds Python
-    files at any depth); one with ``/`` against the path relative to the listed directory or
-    to the root.
-    """
-    text = pattern.strip()
-    while text.startswith("./"):
-        text = text[2:]
-    text = text.lstrip("/")
-    if not text:
-        raise ToolError("the glob pattern is empty; leave it out to match every file")
+    """``overnight.core.globs.glob_matcher``, with a bad pattern as a tool error."""
     try:
-        regex = re.compile(_glob_to_regex(text) + r"\Z", re.DOTALL)
-    except re.error as exc:
-        raise ToolError(f"invalid glob pattern {pattern!r}: {exc}") from None
-    if "/" not in text:
-        return lambda rel_root, _rel_base: regex.match(rel_root.rsplit("/", 1)[-1]) is not None
-    return lambda rel_root, rel_base: bool(regex.match(rel_base) or regex.match(rel_root))
+        return globs.glob_matcher(pattern)
+    except globs.GlobError as exc:
+        raise ToolError(f"{exc}; leave the pattern out to match every file") from None
 
 
 def _relative_to_base(rel_root: str, base_shown: str) -> str:

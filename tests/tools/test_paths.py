@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from overnight.tools.base import ToolError
-from overnight.tools.sandbox import display, resolve_inside
+from overnight.tools.paths import display, resolve_inside
 
 
 @pytest.fixture

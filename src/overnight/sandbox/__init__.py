@@ -1,0 +1,24 @@
+"""The OS sandbox (bubblewrap) for every command the model can influence."""
+
+from overnight.sandbox.bwrap import (
+    Layout,
+    Sandbox,
+    SandboxUnavailable,
+    build_sandbox,
+    plan_layout,
+    probe,
+    sandbox_env,
+)
+from overnight.sandbox.spec import SandboxMode, SandboxSpec
+
+__all__ = [
+    "Layout",
+    "Sandbox",
+    "SandboxMode",
+    "SandboxSpec",
+    "SandboxUnavailable",
+    "build_sandbox",
+    "plan_layout",
+    "probe",
+    "sandbox_env",
+]

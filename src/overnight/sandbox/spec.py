@@ -1,0 +1,81 @@
+"""The ``[sandbox]`` table: when commands run confined, and what the confinement allows."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from overnight.core.errors import ConfigError
+
+SandboxMode = Literal["auto", "on", "off"]
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+#: Set by the sandbox itself; a spec cannot pass the harness's own values of these.
+OWN_VARIABLES = frozenset({"PATH", "HOME", "TMPDIR"})
+
+
+class SandboxSpec(BaseModel):
+    """The ``[sandbox]`` table."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    mode: SandboxMode = "auto"
+    """``auto``: sandbox ``run_command``, every command a model wrote, and every command
+    (task, verify, predicate) that runs once an agent task has worked in the run's worktree;
+    the user's own commands in a worktree no agent has touched run as written. ``on``: every
+    command of the night. ``off``: none (recorded in result.json and shown at the top of the
+    report as an unsandboxed night)."""
+    network: bool = False
+    """Give sandboxed commands the machine's network. Default: a network namespace of their
+    own with loopback only."""
+    writable: list[str] = Field(default_factory=list)
+    """Paths (relative to the spec's directory) sandboxed commands may write besides the
+    worktree and their private /tmp. They may not hold the run directory, the workspace or
+    your home directory."""
+    readable: list[str] = Field(default_factory=list)
+    """Paths inside a hidden place (your home directory, the workspace) that sandboxed
+    commands may still read, e.g. a toolchain that ``PATH`` does not lead to (``~/.rustup``)."""
+    env: list[str] = Field(default_factory=list)
+    """Names of environment variables passed to sandboxed commands besides PATH, HOME (a
+    private directory), LANG, LC_*, TZ, TERM and TMPDIR. Secret-looking names are refused."""
+    address_space_mb: int = Field(default=8192, ge=0)
+    """Address-space limit of each sandboxed process, in MiB (0: no limit)."""
+    processes: int = Field(default=4096, ge=0)
+    """Process limit (RLIMIT_NPROC, counted per user; the kernel does not apply it to root).
+    0: no limit."""
+    file_size_mb: int = Field(default=4096, ge=0)
+    """Largest file a sandboxed process may write, in MiB (0: no limit)."""
+    cpu_seconds: int = Field(default=3600, ge=0)
+    """CPU seconds each sandboxed process may use (0: no limit); wall time is bounded by the
+    command's own timeout."""
+
+    @field_validator("env")
+    @classmethod
+    def _plain_names(cls, value: list[str]) -> list[str]:
+        from overnight.process import is_secret_name
+
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ConfigError(
+                    "sandbox.env",
+                    f"{name!r} is not an environment variable name",
+                    'list names only, e.g. env = ["BILLING_URL"]',
+                )
+            if is_secret_name(name):
+                raise ConfigError(
+                    "sandbox.env",
+                    f"{name!r} looks like a secret, and secrets never reach a command the "
+                    "model can influence",
+                    "remove it; give the command what it needs through a file or a non-secret "
+                    "variable",
+                )
+            if name in OWN_VARIABLES:
+                raise ConfigError(
+                    "sandbox.env",
+                    f"{name} is set by the sandbox itself",
+                    "remove it from sandbox.env",
+                )
+        return list(dict.fromkeys(value))
