@@ -237,7 +237,12 @@ def test_from_90_percent_no_new_task_starts_and_the_one_in_flight_is_finished(
     repo: Path, tmp_path: Path
 ) -> None:
     # Each task: two calls of $0.50 and one of $0.0025 (output-only prices, cap $10).
-    steps = [model_call(max_tokens=20_000), model_call(max_tokens=20_000), model_call(100)]
+    steps = [
+        model_call(max_tokens=20_000),
+        model_call(max_tokens=20_000),
+        model_call(100),
+        write_task_file,  # a change, so a verified task is a commit
+    ]
     model = ScriptedModel(execute=spend_exactly, usage=usage_dict(input=200, output=100))
     executor = ScriptedExecutor(default=steps)
     spec = make_spec(
@@ -262,6 +267,10 @@ def test_from_90_percent_no_new_task_starts_and_the_one_in_flight_is_finished(
     assert [t for t, _attempt in executor.executed] == [f"a{i:02d}" for i in range(9)]
     subjects = git(repo, "log", "--format=%s", f"main..{result.branch.name}").splitlines()
     assert subjects[0] == "a08: agent 8"
+
+
+def write_task_file(task: Task, ctx: ExecContext) -> None:
+    (ctx.workdir / f"{task.id}.txt").write_text(task.title + "\n")
 
 
 # -- 92% and above: the wrap-up reserve ---------------------------------------------------------

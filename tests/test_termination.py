@@ -88,7 +88,10 @@ def test_goal_met_outranks_an_exhausted_budget(repo: Path, tmp_path: Path) -> No
     rd, first = run_night(spec, tmp_path / "run", model=ScriptedModel())
     assert first.stop_reason == "BUDGET_EXHAUSTED:steps"
     # The goal is now met (by someone else); the steps budget is still exhausted.
+    # The predicate judges the branch's commit, so the change is committed there.
     (rd.worktree / "goal-met").write_text("yes")
+    git(rd.worktree, "add", "goal-met")
+    git(rd.worktree, "commit", "-qm", "goal met elsewhere")
     _, result = resume_night(rd.path, model=ScriptedModel())
 
     assert (result.stop_reason, result.status, result.exit_code) == ("GOAL_MET", "SUCCESS", 0)
@@ -97,7 +100,7 @@ def test_goal_met_outranks_an_exhausted_budget(repo: Path, tmp_path: Path) -> No
     assert agrees_with_budgets(result.stop_reason, result.budgets.view())
     assert result.plan.remaining == ["c1", "c2"]
     assert [v.id for v in result.verified] == ["c0"]
-    assert branch_subjects(repo, result.branch.name) == ["c0: task c0"]
+    assert branch_subjects(repo, result.branch.name) == ["goal met elsewhere", "c0: task c0"]
     assert load_result(rd.path)["stop_reason"] == "GOAL_MET"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 from overnight.core.errors import ConfigError, WorkspaceError
 from overnight.workspace import (
     check_repository,
+    clean_checkout,
     clear_stale_locks,
     commit_all,
     create_worktree,
@@ -19,7 +21,9 @@ from overnight.workspace import (
     find_commit,
     has_changes,
     head,
+    land,
     log_messages,
+    stage_candidate,
 )
 
 IDENTITY = ("-c", "user.name=Tester", "-c", "user.email=tester@example.com")
@@ -346,3 +350,76 @@ def test_clear_stale_locks_also_clears_the_branch_ref_lock(repo: Path, worktree:
     ref_lock.write_text("")
     assert clear_stale_locks(worktree) == [ref_lock.resolve()]
     commit_all(worktree, "after the crash")
+
+
+# candidates and the clean checkout
+
+
+def test_a_candidate_is_a_commit_off_the_branch_until_it_lands(worktree: Path) -> None:
+    before = head(worktree)
+    (worktree / "data.txt").write_text("one\ntwo\nthree\n")
+    (worktree / "debug.log").write_text("ignored\n")
+    sha = stage_candidate(worktree, "t1: a change")
+    assert sha is not None and head(worktree) == before  # the branch has not moved
+    assert git(worktree, "rev-parse", f"{sha}^").strip() == before
+    assert "debug.log" not in git(worktree, "ls-tree", "-r", "--name-only", sha)
+    assert land(worktree, sha) == sha == head(worktree)
+    assert not has_changes(worktree)
+
+
+def test_a_candidate_of_no_change_is_none(worktree: Path) -> None:
+    (worktree / "debug.log").write_text("only an ignored file\n")
+    assert stage_candidate(worktree, "t1: nothing") is None
+
+
+def test_the_clean_checkout_holds_exactly_the_commit(worktree: Path, tmp_path: Path) -> None:
+    (worktree / "data.txt").write_text("changed\n")
+    (worktree / "hidden.py").write_text("the fix\n")
+    (worktree / ".gitignore").write_text("*.log\nhidden.py\n")
+    sha = stage_candidate(worktree, "t1")
+    assert sha is not None
+    target = tmp_path / "runs" / "checkout"
+    where = clean_checkout(worktree, target, sha)
+    assert (where / "data.txt").read_text() == "changed\n"
+    assert not (where / "hidden.py").exists()  # ignored in the worktree: not in the commit
+    # Whatever a command left in the checkout is gone the next time, ignored files too.
+    (where / "left.txt").write_text("x")
+    (where / "cache.log").write_text("x")
+    (where / "data.txt").write_text("edited in place\n")
+    where = clean_checkout(worktree, target, sha)
+    assert sorted(p.name for p in where.iterdir()) == [
+        ".git",
+        ".gitignore",
+        "README.md",
+        "data.txt",
+    ]
+    assert (where / "data.txt").read_text() == "changed\n"
+    assert git(where, "rev-parse", "HEAD").strip() == sha
+
+
+def test_the_clean_checkout_is_rebuilt_when_it_was_broken(worktree: Path, tmp_path: Path) -> None:
+    target = tmp_path / "runs" / "checkout"
+    clean_checkout(worktree, target, head(worktree))
+    shutil.rmtree(target)
+    target.mkdir()
+    (target / "junk").write_text("x")
+    where = clean_checkout(worktree, target, head(worktree))
+    assert (where / "README.md").read_text() == "hello\n" and not (where / "junk").exists()
+
+
+def test_git_hooks_of_the_repository_never_run_for_the_harness(
+    repo: Path, worktree: Path, tmp_path: Path
+) -> None:
+    fired = tmp_path / "fired"
+    for name in ("post-checkout", "pre-commit", "post-commit", "reference-transaction"):
+        hook = repo / ".git" / "hooks" / name
+        hook.write_text(f"#!/bin/sh\necho {name} >> {fired}\n")
+        hook.chmod(0o755)
+    (worktree / "data.txt").write_text("changed\n")
+    sha = stage_candidate(worktree, "t1")
+    assert sha is not None
+    clean_checkout(worktree, tmp_path / "runs" / "checkout", sha)
+    land(worktree, sha)
+    (worktree / "README.md").write_text("again\n")
+    commit_all(worktree, "t2")
+    assert not fired.exists()

@@ -10,12 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from overnight.core.budget import Band
 from overnight.core.errors import ConfigError
 from overnight.core.tasks import Task
 from overnight.models.types import ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from overnight.process import Confinement
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,10 @@ class ExecContext:
     """The money left before the enforcement line, in output tokens of the given model."""
     advance_clock: Callable[[float], None] = field(default=lambda _s: None)
     """Only fake clocks move; scripted executors use this to simulate slow work."""
+    protected: Callable[[str], str | None] = field(default=lambda _rel: None)
+    """Why a worktree path is part of what judges the work (the file tools refuse it)."""
+    confine: Callable[[], Confinement | None] = field(default=lambda: None)
+    """The sandbox for a command the executor runs in the worktree."""
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from overnight.report.result import (
     Plan,
     PredicateBlock,
     PrunedEntry,
+    SandboxBlock,
     Spend,
     SpendPoint,
     TerminalResult,
@@ -133,7 +134,8 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
         totals = spend_totals(read_journal(night.run_dir.spend))
     except CheckpointCorrupt:
         totals = SpendTotals(usd=night.ledger.spent_usd, tokens=night.ledger.tokens_used)
-    total_usd = totals.usd + totals.dangling_usd
+    # The ledger starts from the checkpoint's figure when the journal says less.
+    total_usd = max(totals.usd + totals.dangling_usd, night.ledger.spent_usd)
     verified = [
         VerifiedTask(
             id=c.task.id, title=c.task.title, commit=c.commit, attempts=c.attempts, via=c.via
@@ -174,6 +176,7 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
                     reason=p.reason,
                     detail=p.detail[-1500:],
                     patch=p.patch,
+                    protected_changes=p.protected_changes,
                 )
                 for p in s.parked
             ],
@@ -230,6 +233,12 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
         resumes=s.resumes,
         trace_lines_dropped=night.trace.dropped,
         effects=[r.as_dict() for r in night.effects.for_run(s.run_id)] + s.refused_effects,
+        sandbox=SandboxBlock(
+            mode=night.spec.sandbox.mode,
+            network=night.spec.sandbox.network,
+            sandboxed_commands=s.sandboxed_commands,
+            unsandboxed_commands=s.unsandboxed_commands,
+        ),
     )
 
 
@@ -262,6 +271,7 @@ def finish(night: Night, stop: Stop) -> TerminalResult:
         exit_code=result.exit_code,
     )
     if night.persist:
+        ws.drop_checkout(night.run_dir.worktree, night.run_dir.checkout)
         night.state.stopped_reason = stop.reason
         try:
             night.checkpoint()

@@ -8,8 +8,11 @@ back at that check. ``start_run`` and ``resume_run`` (in ``overnight.runs``) bui
 from __future__ import annotations
 
 import contextlib
+import sys
 import traceback
 from dataclasses import dataclass
+from importlib.metadata import packages_distributions
+from pathlib import Path
 
 from overnight import workspace as ws
 from overnight.agent.loop import AgentExecutor
@@ -18,6 +21,7 @@ from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading, 
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
 from overnight.core.errors import Interrupted
 from overnight.core.goal import Goal
+from overnight.core.protect import ChangedPath, Protection, build_protection
 from overnight.core.resume import VerifyOutcome, outcome_of_exit
 from overnight.core.state import PredicateRecord, RunState
 from overnight.core.tasks import InFlight, Task, pop_highest
@@ -30,14 +34,18 @@ from overnight.models.providers import build_client, sleep_for_clock
 from overnight.models.seam import ModelClient
 from overnight.process import (
     CommandResult,
+    Confinement,
     end_orphaned_group,
     process_identity,
     run_command,
 )
+from overnight.sandbox.policy import SandboxPolicy
 from overnight.spec import Spec
 from overnight.store.checkpoint import save_checkpoint
 from overnight.store.journal import Journal, read_journal
 from overnight.store.rundir import RunDir
+from overnight.tools.base import ToolError
+from overnight.tools.builtin import check_command
 from overnight.tools.toolbox import Toolbox
 from overnight.trace import Trace
 
@@ -78,6 +86,7 @@ class Night(HarnessCalls):
         model: ModelClient | None = None,
         executor: TaskExecutor | None = None,
         spend_readable: bool = True,
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self.spec = spec
         self.run_dir = run_dir
@@ -97,8 +106,8 @@ class Night(HarnessCalls):
             limit_usd=spec.budget.usd,
             enforce_fraction=self.fractions.enforce_at,
             limit_tokens=spec.budget.tokens,
-            spent_usd=totals.usd + totals.dangling_usd,
-            tokens_used=totals.tokens + totals.dangling_tokens,
+            spent_usd=max(totals.usd + totals.dangling_usd, state.spent_usd),
+            tokens_used=max(totals.tokens + totals.dangling_tokens, state.tokens_used),
         )
         self.spend_journal = Journal(run_dir.spend, durable=True)
         self.trace = Trace(run_dir.trace, self.seconds_used, clock.now_iso)
@@ -132,6 +141,9 @@ class Night(HarnessCalls):
             executor = AgentExecutor(spec.agent, Toolbox.from_spec(spec.tools))
         self.executor: TaskExecutor | None = executor
         self.effects = SqliteEffectStore(spec.effects_path(run_dir.path))
+        self.sandbox = sandbox or SandboxPolicy(spec.sandbox.mode, None)
+        self.sandbox.record = self._count_command
+        self._protection: Protection | None = None
         self.fatal: Stop | None = None
         self.prepared = False
         self.persist = True
@@ -216,7 +228,8 @@ class Night(HarnessCalls):
         self.checkpoint()
 
     def lap(self) -> None:
-        """Pop, mark IN_PROGRESS, execute, verify (retrying), checkpoint, drift, predicate."""
+        """Pop, mark IN_PROGRESS, execute, judge (protected paths, then verify on a clean
+        checkout of the candidate, retrying), land or park, checkpoint, drift, predicate."""
         s = self.state
         s.laps += 1
         task, s.queue = pop_highest(s.queue)
@@ -226,13 +239,21 @@ class Night(HarnessCalls):
             attempt += 1
             s.in_progress = InFlight(task=task, attempt=attempt)
             s.steps_used += 1
+            if task.brief is not None:
+                s.agent_worked = True  # from here, auto mode sandboxes every command
             self.checkpoint()  # IN_PROGRESS is on disk before anything happens
             self.trace.event("task", event="started", task=task.id, attempt=attempt)
             status = self.execute(task, attempt, earlier)
-            outcome, detail = self.verify(task)
+            candidate = self.candidate(task)
+            forged = self.judged_changes(task, candidate)
+            if forged:
+                outcome = VerifyOutcome.NOT_DONE
+                self.park_judged(task, attempt, forged)
+                break
+            outcome, detail = self.verify(task, candidate)
             self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
             if outcome is VerifyOutcome.DONE:
-                s.finish_done(task, self.commit(task), attempt, detail)
+                s.finish_done(task, self.land(candidate), attempt, detail)
                 break
             if outcome is VerifyOutcome.PARTIAL:
                 reason = "verify reports a partially applied state"
@@ -276,7 +297,15 @@ class Night(HarnessCalls):
     def execute(self, task: Task, attempt: int, earlier: str = "") -> str:
         """Carry the task out; return what the executor reported (``finished`` for commands)."""
         if task.command is not None:
-            result = self.run(task.command, task.timeout_s, f"{task.id}.{attempt}.log", clip=True)
+            confine = self.confinement()
+            result = self.run(
+                task.command,
+                task.timeout_s,
+                f"{task.id}.{attempt}.log",
+                clip=True,
+                cwd=self.run_dir.worktree,
+                confine=confine,
+            )
             self.trace.event(
                 "tool_call",
                 tool="command",
@@ -284,6 +313,7 @@ class Night(HarnessCalls):
                 exit_code=result.exit_code,
                 timed_out=result.timed_out,
                 seconds=round(result.seconds, 3),
+                sandboxed=confine is not None,
             )
             return "finished"
         if self.executor is None or self.gateway is None:
@@ -309,6 +339,8 @@ class Night(HarnessCalls):
             on_refused=self.state.refused_effects.append,
             tokens_affordable=self.tokens_affordable,
             advance_clock=getattr(self.clock, "advance", lambda _s: None),
+            protected=self.protection.rule_for,
+            confine=lambda: self.confinement(tool=True),
         )
         outcome = self.executor.execute(task, ctx)
         self.trace.event(
@@ -329,22 +361,63 @@ class Night(HarnessCalls):
         left = self.ledger.enforced_usd - self.ledger.spent_usd - self.ledger.held_usd
         return max(0, int(left * 1e6 / price.output)) if price.output > 0 else 0
 
-    def verify(self, task: Task) -> tuple[VerifyOutcome, str]:
-        result = self.run(task.verify, task.timeout_s, f"{task.id}.verify.log", clip=False)
-        self.trace.event("tool_call", tool="verify", task=task.id, exit_code=result.exit_code)
+    def verify(self, task: Task, candidate: str | None) -> tuple[VerifyOutcome, str]:
+        """Run the task's verify on a clean checkout of ``candidate`` (None: the branch as it
+        stands): exactly what would be committed, nothing the agent left beside it."""
+        where = self.checkout(candidate)
+        confine = self.confinement(model_written=task.model_written)
+        command: str | list[str] = task.verify
+        if task.model_written:
+            try:  # a model's text runs as plain words, never through a shell
+                command = check_command(task.verify, self.verify_prefixes())
+            except ToolError as exc:
+                self.trace.event("tool_call", tool="verify", task=task.id, refused=str(exc))
+                return VerifyOutcome.NOT_DONE, f"the verify command was refused: {exc}"
+        result = self.run(
+            command, task.timeout_s, f"{task.id}.verify.log", clip=True, cwd=where, confine=confine
+        )
+        self.trace.event(
+            "tool_call",
+            tool="verify",
+            task=task.id,
+            exit_code=result.exit_code,
+            sandboxed=confine is not None,
+        )
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
         return outcome_of_exit(result.exit_code), f"{why}: {result.output[-OUTPUT_TAIL:]}".strip()
 
-    def run(self, command: str, timeout_s: float, log: str, *, clip: bool) -> CommandResult:
-        """Run a shell command in the worktree. ``clip`` bounds it by the time left."""
+    def confinement(self, *, model_written: bool = False, tool: bool = False) -> Confinement | None:
+        return self.sandbox.confinement(
+            agent_worked=self.state.agent_worked, model_written=model_written, tool=tool
+        )
+
+    def _count_command(self, sandboxed: bool) -> None:
+        if sandboxed:
+            self.state.sandboxed_commands += 1
+        else:
+            self.state.unsandboxed_commands += 1
+
+    def run(
+        self,
+        command: str | list[str],
+        timeout_s: float,
+        log: str,
+        *,
+        clip: bool,
+        cwd: Path,
+        confine: Confinement | None,
+    ) -> CommandResult:
+        """Run a command in ``cwd``, sandboxed when ``confine`` is given. ``clip`` bounds it by
+        the time left."""
         if clip:
             timeout_s = max(1.0, min(timeout_s, self.seconds_left()))
         self.run_dir.artifacts.mkdir(exist_ok=True)
         try:
             result = run_command(
                 command,
-                cwd=self.run_dir.worktree,
+                cwd=cwd,
                 timeout_s=timeout_s,
+                confine=confine,
                 should_stop=self.signals.check,
                 log_path=self.run_dir.artifacts / log,
                 on_spawn=self.note_command_group,
@@ -354,6 +427,62 @@ class Night(HarnessCalls):
         if result.interrupted:
             raise Interrupted(self.signals.requested or "signal")
         return result
+
+    # -- what judges the work ----------------------------------------------------------------
+
+    @property
+    def protection(self) -> Protection:
+        if self._protection is None:
+            files, dirs = ws.tree_paths(self.run_dir.worktree, self.state.base_commit)
+            commands = [self.spec.predicate.command, *(t.verify for t in self.spec.tasks)]
+            modules = set(sys.stdlib_module_names) | set(packages_distributions())
+            self._protection = build_protection(
+                self.spec.predicate.protect, commands, files, dirs, modules
+            )
+        return self._protection
+
+    def candidate(self, task: Task) -> str | None:
+        """The task's changes as a commit on top of the branch (not on it yet), or None when
+        it changed nothing that would be committed."""
+        title = task.title or (task.command or task.brief or "").splitlines()[0][:60]
+        message = (
+            f"{task.id}: {title}\n\nVerified by: {task.verify}\n"
+            f"Run: {self.state.run_id} {task_marker(task.id)}\n"
+        )
+        return ws.stage_candidate(self.run_dir.worktree, message)
+
+    def judged_changes(self, task: Task, candidate: str | None) -> list[str]:
+        """What an agent task's candidate changes of what judges the work. The user's own
+        command tasks may change anything."""
+        if candidate is None or task.brief is None:
+            return []
+        head = ws.head(self.run_dir.worktree)
+        changes = [
+            ChangedPath(c.status, c.path, c.nested_repository)
+            for c in ws.changes_between(self.run_dir.worktree, head, candidate)
+        ]
+        return self.protection.violations(changes)
+
+    def park_judged(self, task: Task, attempt: int, forged: list[str]) -> None:
+        self.trace.event("decision", decision="changed_what_judges_it", task=task.id, paths=forged)
+        self.state.finish_parked(
+            task,
+            "changed what judges it",
+            "; ".join(forged),
+            self.discard(task, attempt),
+            protected_changes=forged,
+        )
+
+    def checkout(self, commit: str | None) -> Path:
+        sha = commit or ws.head(self.run_dir.worktree)
+        return ws.clean_checkout(self.run_dir.worktree, self.run_dir.checkout, sha)
+
+    def land(self, candidate: str | None) -> str | None:
+        """Put a verified candidate on the branch; a task that changed nothing lands no
+        commit."""
+        if candidate is None:
+            return None
+        return ws.land(self.run_dir.worktree, candidate)
 
     def note_command_group(self, pgid: int) -> None:
         """Remember the running command's process group: if this process is killed outright,
@@ -377,7 +506,11 @@ class Night(HarnessCalls):
 
     def run_predicate(self) -> None:
         p = self.spec.predicate
-        result = self.run(p.command, p.timeout_s, "predicate.log", clip=False)
+        where = self.checkout(None)
+        confine = self.confinement()
+        result = self.run(
+            p.command, p.timeout_s, "predicate.log", clip=True, cwd=where, confine=confine
+        )
         met = result.exit_code == 0
         self.state.goal_met = met
         self.state.last_predicate = PredicateRecord(
@@ -386,15 +519,13 @@ class Night(HarnessCalls):
             seconds=round(result.seconds, 3),
             detail=result.output[-OUTPUT_TAIL:],
         )
-        self.trace.event("tool_call", tool="predicate", exit_code=result.exit_code, met=met)
-
-    def commit(self, task: Task) -> str:
-        title = task.title or (task.command or task.brief or "").splitlines()[0][:60]
-        message = (
-            f"{task.id}: {title}\n\nVerified by: {task.verify}\n"
-            f"Run: {self.state.run_id} {task_marker(task.id)}\n"
+        self.trace.event(
+            "tool_call",
+            tool="predicate",
+            exit_code=result.exit_code,
+            met=met,
+            sandboxed=confine is not None,
         )
-        return ws.commit_all(self.run_dir.worktree, message)
 
     def discard(self, task: Task, attempt: int) -> str | None:
         patch = self.run_dir.artifacts / f"{task.id}.{attempt}.patch"
@@ -421,7 +552,13 @@ class Night(HarnessCalls):
         flight = self.state.in_progress
         assert flight is not None
         ws.clear_stale_locks(self.run_dir.worktree)
-        outcome, detail = self.verify(flight.task)
+        candidate = self.candidate(flight.task)
+        forged = self.judged_changes(flight.task, candidate)
+        if forged:
+            self.park_judged(flight.task, flight.attempt, forged)
+            self.checkpoint()
+            return
+        outcome, detail = self.verify(flight.task, candidate)
         unsettled = self.unsettled_effects(flight.task)
         if outcome is VerifyOutcome.NOT_DONE and unsettled:
             # Running it again could repeat an effect that may already have happened.
@@ -439,10 +576,10 @@ class Night(HarnessCalls):
         commit: str | None = None
         patch: str | None = None
         if outcome is VerifyOutcome.DONE:
-            base = self.state.base_commit
-            commit = ws.find_commit(self.run_dir.worktree, base, task_marker(flight.task.id))
-            if commit is None or ws.has_changes(self.run_dir.worktree):
-                commit = self.commit(flight.task)
+            commit = self.land(candidate)
+            if commit is None:  # landed by the process that died, or nothing to land
+                base = self.state.base_commit
+                commit = ws.find_commit(self.run_dir.worktree, base, task_marker(flight.task.id))
         else:
             patch = self.discard(flight.task, flight.attempt)
         self.state.route_resumed(outcome, detail, commit, patch)
@@ -457,6 +594,8 @@ class Night(HarnessCalls):
         if not self.persist:
             return
         self.state.seconds_used = self.seconds_used()
+        self.state.spent_usd = self.ledger.spent_usd
+        self.state.tokens_used = self.ledger.tokens_used
         save_checkpoint(self.run_dir.checkpoint, self.state.model_dump(mode="json"))
 
     def close(self) -> None:

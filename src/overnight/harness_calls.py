@@ -20,6 +20,7 @@ from overnight.prompts import (
     PLAN_TOOL,
     REPLAN_TOOL,
     PlanAnswer,
+    PlannedTask,
     ReplanAnswer,
     drift_request,
     plan_request,
@@ -27,6 +28,8 @@ from overnight.prompts import (
     replan_request,
 )
 from overnight.spec import Spec
+from overnight.tools.base import ToolError
+from overnight.tools.builtin import check_command, parse_command
 from overnight.trace import Trace
 
 
@@ -45,6 +48,20 @@ class HarnessCalls:
     def checkpoint(self) -> None:
         raise NotImplementedError
 
+    def verify_prefixes(self) -> list[list[str]]:
+        """What a model-written verify may start with: the ``run_command`` prefixes."""
+        return [parse_command(c) for c in self.spec.tools.commands]
+
+    def check_verifies(self, tasks: list[PlannedTask]) -> None:
+        """A planned task's verify passes the checks ``run_command`` makes, or the answer is
+        invalid (asked for again once with the reason, then parked)."""
+        prefixes = self.verify_prefixes()
+        for t in tasks:
+            try:
+                check_command(t.verify, prefixes)
+            except ToolError as exc:
+                raise InvalidModelOutput(f"task {t.id!r}: its verify is refused: {exc}") from exc
+
     def _model(self) -> tuple[ModelGateway, str, int]:
         assert self.gateway is not None and self.spec.model is not None
         return self.gateway, self.spec.model.name, self.spec.model.max_tokens
@@ -57,9 +74,10 @@ class HarnessCalls:
         try:
             answer = ask_structured(
                 gateway.call,
-                plan_request(name, max_tokens, self.goal.text),
+                plan_request(name, max_tokens, self.goal.text, self.spec.tools.commands),
                 PlanAnswer,
                 PLAN_TOOL.name,
+                check=lambda a: self.check_verifies(a.tasks),
             )
         except InvalidModelOutput as exc:
             self.park_planning("plan", exc.detail)
@@ -100,9 +118,15 @@ class HarnessCalls:
             "queue": [{"id": t.id, "title": t.title} for t in s.queue],
             "goal_check": (s.last_predicate.detail[-800:] if s.last_predicate else ""),
         }
-        request = replan_request(name, max_tokens, self.goal.text, facts)
+        request = replan_request(name, max_tokens, self.goal.text, facts, self.spec.tools.commands)
         try:
-            answer = ask_structured(gateway.call, request, ReplanAnswer, REPLAN_TOOL.name)
+            answer = ask_structured(
+                gateway.call,
+                request,
+                ReplanAnswer,
+                REPLAN_TOOL.name,
+                check=lambda a: self.check_verifies(a.add),
+            )
         except InvalidModelOutput as exc:
             self.park_planning("replan", exc.detail)
             return

@@ -59,15 +59,22 @@ DRIFT_SYSTEM = (
 PLAN_SYSTEM = (
     "You plan an unattended night of work toward one goal. Break the goal into small tasks, "
     "each with a brief an engineer could act on and a verify command: a read-only, idempotent "
-    "shell check that exits 0 when the task is done, 1 when nothing was done, and any other "
+    "check that exits 0 when the task is done, 1 when nothing was done, and any other "
     "code when the work is half applied. Most valuable tasks get the highest value."
+)
+
+VERIFY_RULES = (
+    "A verify command is one program with plain arguments (no shell syntax: no pipes, "
+    "redirections, ';', '&&', quotes around several commands or variables) and must start "
+    "with one of the allowed commands: {allowed}. Any other verify is refused."
 )
 
 REPLAN_SYSTEM = (
     "You revise the queue of an unattended run after its goal check failed. Add tasks only if "
     "they are needed to reach the goal and are not already done, parked or queued. Adding "
     "nothing is a valid answer. Each task needs a brief and a verify command (exit 0 done, "
-    "1 not done, other partially applied)."
+    "1 not done, other partially applied). Tests and test configuration are not yours to "
+    "change unless the goal says so."
 )
 
 SUMMARY_SYSTEM = (
@@ -102,11 +109,18 @@ def drift_request(model: str, max_tokens: int, goal_text: str, queue: list[Task]
     )
 
 
-def plan_request(model: str, max_tokens: int, goal_text: str) -> ModelRequest:
+def verify_rules(commands: list[str]) -> str:
+    allowed = ", ".join(f"`{c}`" for c in commands) or "(none: no verify can be accepted)"
+    return VERIFY_RULES.format(allowed=allowed)
+
+
+def plan_request(
+    model: str, max_tokens: int, goal_text: str, commands: list[str] | None = None
+) -> ModelRequest:
     return ModelRequest(
         model=model,
         purpose="plan",
-        system=PLAN_SYSTEM,
+        system=f"{PLAN_SYSTEM} {verify_rules(commands or [])}",
         messages=[{"role": "user", "content": f"<goal>{goal_text}</goal>"}],
         tools=[PLAN_TOOL],
         tool_choice=PLAN_TOOL.name,
@@ -115,12 +129,16 @@ def plan_request(model: str, max_tokens: int, goal_text: str) -> ModelRequest:
 
 
 def replan_request(
-    model: str, max_tokens: int, goal_text: str, facts: dict[str, Any]
+    model: str,
+    max_tokens: int,
+    goal_text: str,
+    facts: dict[str, Any],
+    commands: list[str] | None = None,
 ) -> ModelRequest:
     return ModelRequest(
         model=model,
         purpose="replan",
-        system=REPLAN_SYSTEM,
+        system=f"{REPLAN_SYSTEM} {verify_rules(commands or [])}",
         messages=[
             {
                 "role": "user",

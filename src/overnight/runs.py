@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from overnight import workspace as ws
 from overnight.clock import Clock, SystemClock
+from overnight.core.budget import loosened
 from overnight.core.endings import Ending, Stop
 from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
 from overnight.core.goal import Goal
@@ -25,21 +26,22 @@ from overnight.finish import finish
 from overnight.harness import Night, Signals
 from overnight.models.seam import ModelClient
 from overnight.report.result import TerminalResult
-from overnight.spec import Spec, _with_import_path
-from overnight.store.checkpoint import load_checkpoint
+from overnight.sandbox.policy import SandboxPolicy, make_sandbox
+from overnight.spec import Spec, _with_import_path, check_sandbox, sealed_places
+from overnight.store.checkpoint import load_checkpoint, save_checkpoint
 from overnight.store.journal import read_journal
 from overnight.store.rundir import (
     DISK_RESERVE_BYTES,
     RunDir,
     RunLock,
+    overnight_home,
     read_json,
     write_json_atomic,
 )
 
 
 def default_runs_root() -> Path:
-    home = os.environ.get("OVERNIGHT_HOME")
-    return (Path(home) if home else Path.home() / ".overnight") / "runs"
+    return overnight_home() / "runs"
 
 
 def new_run_id() -> str:
@@ -101,6 +103,7 @@ def _fresh_state(spec: Spec, run_dir: RunDir, run_id: str, goal: Goal, branch: s
         branch=branch,
         base_commit=base,
         queue=spec.seed_tasks(),
+        budget=spec.budget.model_dump(mode="json"),
     )
 
 
@@ -130,7 +133,9 @@ def start_run(
     run_id = new_run_id()
     goal = Goal(spec.goal)
     branch = f"overnight/{run_id}"
-    rd = _create_run_dir(run_dir or default_runs_root() / run_id, spec, run_id, goal, branch)
+    target = Path(run_dir or default_runs_root() / run_id).absolute()
+    policy = sandbox_policy(spec, target)  # refused here, before anything is written
+    rd = _create_run_dir(target, spec, run_id, goal, branch)
     if on_created is not None:
         on_created(rd)
     lock = RunLock(rd)
@@ -139,7 +144,17 @@ def start_run(
         rd.write_disk_reserve()
         state = _fresh_state(spec, rd, run_id, goal, branch)
         night = Night(
-            spec, rd, state, goal, goal.sha256, clock, signals, clock.now_iso(), model, executor
+            spec,
+            rd,
+            state,
+            goal,
+            goal.sha256,
+            clock,
+            signals,
+            clock.now_iso(),
+            model,
+            executor,
+            sandbox=policy,
         )
         night.trace.listener = listener
         night.checkpoint()
@@ -167,10 +182,12 @@ def resume_run(
     rd = RunDir(path)
     if not rd.is_run():
         raise ConfigError("RUN_DIR", f"{path} is not an overnight run directory", "pass a RUN_DIR")
+    on_disk = _load_run_spec(rd, {})
+    policy = sandbox_policy(on_disk, rd.path.absolute())
     lock = RunLock(rd)
     lock.acquire()
     try:
-        spec = _load_run_spec(rd, raises or {})
+        spec = _load_run_spec(rd, raises or {})  # raises checked, not yet written
         _with_import_path(spec)
         manifest: dict[str, Any] = read_json(rd.manifest)
         run_id, branch = str(manifest["run_id"]), str(manifest["branch"])
@@ -178,12 +195,20 @@ def resume_run(
         try:
             state = _load_state(rd)
             read_journal(rd.spend)  # a journal that cannot be read is no basis for a ledger
+            if state is not None:
+                _check_run_state(state, run_id, on_disk)
         except CheckpointCorrupt as exc:
             return rd, _refuse(
-                spec, rd, run_id, goal, branch, clock, signals, exc.cause, str(exc), model
+                on_disk, rd, run_id, goal, branch, clock, signals, exc.cause, str(exc), model
             )
         if state is None:
             state = _fresh_state(spec, rd, run_id, goal, branch)
+        state.budget = spec.budget.model_dump(mode="json")
+        if raises:
+            # The checkpoint first: a crash between the two writes leaves spec.json the
+            # stricter of the two, which the next resume accepts.
+            save_checkpoint(rd.checkpoint, state.model_dump(mode="json"))
+            write_json_atomic(rd.spec, spec.model_dump(mode="json"))
         if state.stopped_reason is not None:
             _reopen(rd, state)
         state.resumes += 1
@@ -198,6 +223,7 @@ def resume_run(
             clock.now_iso(),
             model,
             executor,
+            sandbox=policy,
         )
         try:
             night.goal.assert_intact(goal.sha256)
@@ -212,7 +238,21 @@ def resume_run(
         lock.release()
 
 
+def sandbox_policy(spec: Spec, run_dir: Path) -> SandboxPolicy:
+    """The run's sandbox policy; a ConfigError (nothing written yet) when the night needs the
+    sandbox and it does not work here, or when a ``[sandbox]`` path would expose the run."""
+    check_sandbox(spec, run_dir)
+    sandbox = make_sandbox(
+        spec.sandbox,
+        Path(spec.base_dir),
+        sealed_places(spec, run_dir),
+        required=spec.needs_sandbox(),
+    )
+    return SandboxPolicy(spec.sandbox.mode, sandbox)
+
+
 def _load_run_spec(rd: RunDir, raises: dict[str, float]) -> Spec:
+    """The run's spec.json with ``raises`` applied (nothing written)."""
     data: dict[str, Any] = read_json(rd.spec)
     if raises:
         budget = dict(data["budget"])
@@ -225,9 +265,24 @@ def _load_run_spec(rd: RunDir, raises: dict[str, float]) -> Spec:
         spec = Spec.model_validate(data)
     except ValidationError as exc:
         raise ConfigError("budget", str(exc.errors()[0]["msg"]), "pass positive values") from None
-    if raises:
-        write_json_atomic(rd.spec, spec.model_dump(mode="json"))
     return spec
+
+
+def _check_run_state(state: RunState, run_id: str, on_disk: Spec) -> None:
+    """The checkpoint belongs to this run, and spec.json allows no more than the budget the
+    run was started or explicitly resumed with."""
+    if state.run_id != run_id:
+        raise CheckpointCorrupt(
+            f"the checkpoint belongs to run {state.run_id!r}, not to this run ({run_id!r})"
+        )
+    if state.budget is not None:
+        looser = loosened(state.budget, on_disk.budget.model_dump(mode="json"))
+        if looser:
+            raise CheckpointCorrupt(
+                "spec.json allows more than the budget this run was given "
+                f"({', '.join(looser)}); raise a budget with `overnight resume --usd ...`, "
+                "never by editing the run directory"
+            )
 
 
 def _load_state(rd: RunDir) -> RunState | None:

@@ -11,15 +11,17 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from overnight.agent.config import AgentSpec
 from overnight.alerts import AlertsSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
 from overnight.core.errors import ConfigError
+from overnight.core.globs import GlobError, compile_glob
 from overnight.core.tasks import Task
 from overnight.estimate import Workload
 from overnight.models.prices import price_for
+from overnight.sandbox.spec import SandboxSpec
 from overnight.tools.toolbox import ToolsSpec
 
 #: Where model calls can go (see ``overnight.models.providers``).
@@ -54,9 +56,32 @@ class BudgetSpec(_Strict):
 
 class PredicateSpec(_Strict):
     command: str = Field(min_length=1)
-    """Shell command run by the harness in the run's worktree; exit 0 means the goal is met."""
+    """Shell command run by the harness on a clean checkout of the run's branch; exit 0 means
+    the goal is met."""
     timeout_s: float = Field(default=600.0, gt=0)
     """Seconds before the predicate is killed and counted as not met."""
+    protect: list[str] | None = None
+    """Globs of paths the agent may not change (what judges the work). Unset: the usual test
+    machinery (``**/tests/**``, ``test_*.py``, ``*_test.py``, ``**/conftest.py``, ``pytest.ini``,
+    ``tox.ini``, ``setup.cfg``, ``pyproject.toml``, ``noxfile.py``, ...) plus every file and
+    directory the predicate and the seed verify commands name. A night whose goal is to write
+    tests sets its own list."""
+
+    @field_validator("protect")
+    @classmethod
+    def _globs(cls, value: list[str] | None) -> list[str] | None:
+        if value is None:
+            return None
+        for pattern in value:
+            try:
+                compile_glob(pattern)
+            except GlobError as exc:
+                raise ConfigError(
+                    "predicate.protect",
+                    str(exc),
+                    'write globs such as "tests/**" or "**/conftest.py"',
+                ) from None
+        return value
 
 
 class ModelSpec(_Strict):
@@ -182,6 +207,8 @@ class Spec(_Strict):
     """The tools the built-in agent may use, and the commands ``run_command`` may run."""
     effects: EffectsSpec = Field(default_factory=EffectsSpec)
     """Where external effects are written down before they are attempted."""
+    sandbox: SandboxSpec = Field(default_factory=SandboxSpec)
+    """When commands run in the OS sandbox (bubblewrap), and what it lets them do."""
     alerts: AlertsSpec = Field(default_factory=AlertsSpec)
     """Who is told when the night ends: what ``alert`` and ``page`` do."""
     estimate: Workload | None = None
@@ -205,6 +232,15 @@ class Spec(_Strict):
 
     def workspace_path(self) -> Path:
         return (Path(self.base_dir) / self.workspace).resolve()
+
+    def may_run_agents(self) -> bool:
+        """Whether an agent may work in this night: tasks with a brief, or a planned queue."""
+        return not self.tasks or any(t.brief is not None for t in self.tasks)
+
+    def needs_sandbox(self) -> bool:
+        """Whether some command of this night must run sandboxed (see ``[sandbox] mode``)."""
+        mode = self.sandbox.mode
+        return mode == "on" or (mode == "auto" and self.may_run_agents())
 
     def price_table(self) -> PriceTable:
         """The spec's ``[prices.*]`` tables, plus a price from genai-prices for each model the
@@ -325,7 +361,14 @@ def check_spec(spec: Spec) -> None:
             "there are no [[tasks]], so a model must plan the queue, and no [model] is set",
             "add [[tasks]] entries, or a [model] table",
         )
-    needs_executor = not spec.tasks or any(t.brief is not None for t in spec.tasks)
+    if not spec.tasks and not spec.tools.commands:
+        raise ConfigError(
+            "tools.commands",
+            "the model plans this night, and each task it plans is checked by a verify "
+            "command it writes, which must start with one of [tools] commands; none is listed",
+            'list the programs a check may run, e.g. commands = ["pytest", "python3 -m pytest"]',
+        )
+    needs_executor = spec.may_run_agents()
     if needs_executor and spec.executor is None and spec.model is None:
         raise ConfigError(
             "model",
@@ -342,6 +385,7 @@ def check_spec(spec: Spec) -> None:
                 f"{db} is inside the workspace, where the agent's work lands",
                 "put the effects ledger outside the repository",
             )
+    check_sandbox(spec)
     mechanical = spec.agent.mechanical_model
     if mechanical is not None:
         try:
@@ -367,6 +411,33 @@ def check_spec(spec: Spec) -> None:
         from overnight.executor import load_executor
 
         load_executor(spec.executor.target)
+
+
+def sealed_places(spec: Spec, run_dir: Path | None = None) -> list[Path]:
+    """What the sandbox never shows: the run directory, the workspace checkout and its git
+    directory, ``$OVERNIGHT_HOME``, the effects ledger's directory."""
+    from overnight.store.rundir import overnight_home
+    from overnight.workspace import check_repository, git_common_dir
+
+    repo = check_repository(spec.workspace_path())
+    places = [repo, git_common_dir(repo), overnight_home()]
+    if run_dir is not None:
+        places.append(Path(run_dir).absolute())
+    if spec.effects.database is not None:
+        db = spec.effects_path(Path("."))
+        places.append(db.parent if db.parent != Path(db.anchor) else db)
+    return places
+
+
+def check_sandbox(spec: Spec, run_dir: Path | None = None) -> None:
+    """The ``[sandbox]`` paths, and, when the night needs the sandbox, that it works here
+    (probed once): a ConfigError naming the fix otherwise."""
+    from overnight.sandbox.policy import check_paths, make_sandbox
+
+    sealed = sealed_places(spec, run_dir)
+    check_paths(spec.sandbox, Path(spec.base_dir), sealed)
+    if spec.needs_sandbox():
+        make_sandbox(spec.sandbox, Path(spec.base_dir), sealed, required=True)
 
 
 def _check_model(model: ModelSpec) -> None:

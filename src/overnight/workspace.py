@@ -1,18 +1,23 @@
 """The git side of a run: a worktree on a branch of its own, and commits of verified work.
 
 The user's checkout is never touched: the run works in a separate worktree on the branch
-``overnight/<run-id>``, created at the commit the user had checked out. Every git call goes
-through :func:`_git`, which runs git without a shell, without prompts, in the C locale, with
-secrets removed from its environment, and turns a failure into :class:`WorkspaceError` (or
-:class:`DiskFull`) carrying git's own message.
+``overnight/<run-id>``, created at the commit the user had checked out. A task's changes
+become a *candidate* commit first (``stage_candidate``), which is checked out clean into a
+second worktree (``clean_checkout``) for its verify; only a verified candidate moves the
+branch (``land``). Every git call goes through :func:`_git`, which runs git without a shell,
+without prompts, without hooks or an fsmonitor (no program of the repository's runs in the
+harness), in the C locale, with secrets removed from its environment, and turns a failure
+into :class:`WorkspaceError` (or :class:`DiskFull`) carrying git's own message.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +42,19 @@ _REPOSITORY_VARIABLES = (
     "GIT_COMMON_DIR",
     "GIT_NAMESPACE",
     "GIT_PREFIX",
+)
+
+# Options on every git call: the harness never runs a program the repository (or code the
+# agent wrote in it) names: no hooks, no fsmonitor, no submodule recursion.
+_SAFE_OPTIONS = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "protocol.file.allow=never",
 )
 
 # `git worktree add` writes this lock reason first and removes it when the worktree is ready;
@@ -193,11 +211,7 @@ def commit_all(worktree: Path, message: str) -> str:
     ``overnight <overnight@localhost>``.
     """
     _git(worktree, "add", "-A")
-    options = ["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
-    if not _config_value(worktree, "user.email"):
-        options += ["-c", f"user.name={FALLBACK_NAME}", "-c", f"user.email={FALLBACK_EMAIL}"]
-    elif not _config_value(worktree, "user.name"):
-        options += ["-c", f"user.name={FALLBACK_NAME}"]
+    options = ["-c", "commit.gpgsign=false", *_identity(worktree)]
     _git(
         worktree,
         *options,
@@ -209,6 +223,146 @@ def commit_all(worktree: Path, message: str) -> str:
         message,
     )
     return head(worktree)
+
+
+def _identity(worktree: Path) -> list[str]:
+    if not _config_value(worktree, "user.email"):
+        return ["-c", f"user.name={FALLBACK_NAME}", "-c", f"user.email={FALLBACK_EMAIL}"]
+    if not _config_value(worktree, "user.name"):
+        return ["-c", f"user.name={FALLBACK_NAME}"]
+    return []
+
+
+def stage_candidate(worktree: Path, message: str) -> str | None:
+    """Stage everything in ``worktree`` (respecting .gitignore) and make it a commit whose
+    parent is HEAD, without moving the branch; return its sha, or None when the staged tree
+    is HEAD's (the task changed nothing that would be committed)."""
+    _git(worktree, "add", "-A")
+    if _git_raw(worktree, "diff", "--cached", "--quiet", "HEAD", "--").returncode == 0:
+        return None
+    tree = _git(worktree, "write-tree").strip()
+    parent = head(worktree)
+    sha = _git(
+        worktree, *_identity(worktree), "commit-tree", tree, "-p", parent, "-m", message
+    ).strip()
+    return sha
+
+
+def land(worktree: Path, sha: str) -> str:
+    """Move the worktree's branch to ``sha`` (a candidate made from its own index by
+    ``stage_candidate``): the index and the files already match it."""
+    _git(worktree, "reset", "--soft", "--quiet", sha)
+    return head(worktree)
+
+
+@dataclass(frozen=True)
+class Change:
+    """One path a commit changes against another: ``status`` A, M, D or T (type)."""
+
+    status: str
+    path: str
+    old_mode: str
+    new_mode: str
+
+    @property
+    def nested_repository(self) -> bool:
+        return self.new_mode == "160000" or self.old_mode == "160000"
+
+
+def changes_between(worktree: Path, old: str, new: str) -> list[Change]:
+    """Every path that differs between commits ``old`` and ``new`` (renames as a delete and
+    an add), with its modes."""
+    out = _git_bytes(worktree, "diff-tree", "-r", "-z", "--no-renames", "--raw", old, new, "--")
+    fields = out.split(b"\0")
+    found: list[Change] = []
+    i = 0
+    while i + 1 < len(fields):
+        meta = fields[i].decode("utf-8", "replace")
+        if not meta.startswith(":"):
+            i += 1
+            continue
+        old_mode, new_mode, _a, _b, status = meta[1:].split(" ")
+        path = os.fsdecode(fields[i + 1])
+        found.append(Change(status[:1], path, old_mode, new_mode))
+        i += 2
+    return found
+
+
+def tree_paths(worktree: Path, commit: str) -> tuple[set[str], set[str]]:
+    """``(files, directories)`` of ``commit``'s tree, as relative ``/`` paths."""
+    out = _git_bytes(worktree, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
+    files: set[str] = set()
+    dirs: set[str] = set()
+    for entry in out.split(b"\0"):
+        if not entry:
+            continue
+        meta, _, name = entry.partition(b"\t")
+        kind = meta.split(b" ")[1] if b" " in meta else b""
+        (dirs if kind == b"tree" else files).add(os.fsdecode(name))
+    return files, dirs
+
+
+def clean_checkout(repo: Path, target: Path, sha: str) -> Path:
+    """A worktree at ``target`` holding exactly commit ``sha``: no untracked or ignored file,
+    nothing an earlier command left there. Made on first use (detached, never on a branch),
+    reset and cleaned after; rebuilt from scratch when it cannot be reset."""
+    target = Path(target).absolute()
+    try:
+        return _reset_checkout(repo, target, sha)
+    except WorkspaceError:
+        _drop_worktree(repo, target)
+        return _reset_checkout(repo, target, sha)
+
+
+def _reset_checkout(repo: Path, target: Path, sha: str) -> Path:
+    resolved = target.resolve()
+    entry = _registered_worktree(repo, resolved)
+    if entry is not None and entry.locked == _INITIALIZING:
+        _drop_worktree(repo, target)
+        entry = None
+    if entry is None:
+        if target.exists() or target.is_symlink():
+            _remove_tree(target)
+        _git(repo, "worktree", "prune")
+        _git(repo, "worktree", "add", "--detach", "--force", "--quiet", str(target), sha)
+    else:
+        _git(target, "checkout", "--force", "--detach", "--quiet", sha)
+    _git(target, "clean", "-ffdxq")
+    return target
+
+
+def drop_checkout(repo: Path, target: Path) -> None:
+    """Remove the verify checkout and its registration (best effort: the next run's
+    ``worktree prune`` forgets it anyway)."""
+    with contextlib.suppress(WorkspaceError, OSError):
+        _drop_worktree(repo, Path(target).absolute())
+
+
+def _drop_worktree(repo: Path, target: Path) -> None:
+    _remove_tree(target)
+    _git(repo, "worktree", "prune")
+
+
+def _remove_tree(target: Path) -> None:
+    if target.is_symlink() or not target.is_dir():
+        target.unlink(missing_ok=True)
+        return
+
+    def retry(func: Callable[[str], object], path: str, _exc: object) -> None:
+        # A command may have left a file or directory without write permission.
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+        with contextlib.suppress(OSError):
+            func(path)
+
+    shutil.rmtree(target, onerror=retry)
+
+
+def git_common_dir(repo: Path) -> Path:
+    """The repository's git directory shared by all its worktrees (``.git`` of a checkout)."""
+    out = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
+    return Path(out).resolve()
 
 
 def head(worktree: Path) -> str:
@@ -336,7 +490,7 @@ def _git_raw(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     """Run git in ``cwd``; the caller judges the exit status. FileNotFoundError means no git."""
     try:
         return subprocess.run(
-            ["git", "-C", str(cwd), *args],
+            ["git", *_SAFE_OPTIONS, "-C", str(cwd), *args],
             capture_output=True,
             stdin=subprocess.DEVNULL,
             env=_git_env(),
@@ -357,10 +511,23 @@ def _git_bytes(cwd: Path, *args: str) -> bytes:
     if result.returncode != 0:
         stderr = _text(result.stderr).strip()
         detail = f"git {' '.join(args)} failed in {cwd} (exit {result.returncode}): {stderr}"
-        if "No space left on device" in stderr:
+        if "No space left on device" in stderr or _disk_nearly_full(cwd):
             raise DiskFull(detail)
         raise WorkspaceError(detail)
     return result.stdout
+
+
+def _disk_nearly_full(path: Path) -> bool:
+    """Whether the filesystem of ``path`` has (almost) no room left: git does not always say
+    so (a checkout reports "unable to write file")."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        st = os.statvfs(probe)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < 64 * 1024
 
 
 def _git(cwd: Path, *args: str) -> str:

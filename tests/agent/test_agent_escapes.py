@@ -110,7 +110,9 @@ def test_escapes_through_the_agent_are_refused_and_leak_nothing(
     assert git(repo, "status", "--porcelain") == ""
     assert result.stop_reason == "QUEUE_EMPTY_GOAL_UNMET"
     assert [v.id for v in result.verified] == ["escape"]
-    assert git(repo, "diff", "--name-only", f"{result.branch.name}~1", result.branch.name) == ""
+    # the task changed nothing: it is verified without an empty commit
+    assert result.verified[0].commit is None
+    assert git(repo, "rev-parse", result.branch.name) == result.branch.base_commit
 
     # neither the file outside nor the key reached the model or any record of the run
     for request in model.calls:

@@ -246,7 +246,9 @@ def test_planned_tasks_are_executed_by_the_built_in_agent_to_the_goal(tmp_path: 
             {"id": "notes", "title": "notes", "brief": "add notes", "verify": "test -f NOTES.md"},
         ],
     }
-    spec = agent_spec(repo, predicate=f"{UNITTEST} && test -f NOTES.md")
+    spec = agent_spec(
+        repo, predicate=f"{UNITTEST} && test -f NOTES.md", commands=["python3 -m unittest", "test"]
+    )
     assert spec.tasks == []
     notes: list[Step] = [("write_file", {"path": "NOTES.md", "content": "add() adds\n"}), "done"]
     model = AgentModel({"fix_add": FIX_ADD, "notes": notes}, plan=plan)

@@ -197,6 +197,7 @@ def test_mechanical_tasks_run_on_the_mechanical_model(tmp_path: Path) -> None:
             "fake-opus": {"input": 5.0, "output": 25.0},
         },
         predicate=f"{UNITTEST} && test -f NOTES.md",
+        commands=["python3 -m unittest", "test"],
     )
     notes: list[Step] = [("write_file", {"path": "NOTES.md", "content": "notes\n"}), "written"]
     model = AgentModel({"fix_add": FIX_ADD, "notes": notes}, plan=plan)

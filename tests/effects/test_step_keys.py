@@ -50,7 +50,8 @@ def tools_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     lib.mkdir()
     (lib / "step_tools.py").write_text(TOOLS)
     monkeypatch.syspath_prepend(str(lib))
-    monkeypatch.setenv("REFUNDS_FILE", str(tmp_path / "refunds.txt"))
+    (tmp_path / "ledger").mkdir()
+    monkeypatch.setenv("REFUNDS_FILE", str(tmp_path / "ledger" / "refunds.txt"))
     sys.modules.pop("step_tools", None)
     import step_tools
 
@@ -80,7 +81,7 @@ def two_refunds_model(*, heeds: bool) -> FunctionModel:
 
 
 def night(repo: Path, tmp_path: Path) -> Any:
-    refunds = tmp_path / "refunds.txt"
+    refunds = tmp_path / "ledger" / "refunds.txt"
     check = f"grep -qx 4471 {refunds} && grep -qx 4472 {refunds}"
     return make_spec(
         repo,
@@ -88,6 +89,9 @@ def night(repo: Path, tmp_path: Path) -> Any:
         tasks=[{"id": "refund_both", "brief": "refund 4471 and 4472", "verify": check}],
         tools={"allow": [], "external": EXTERNAL},
         run={"replan": False, "retries": 1},
+        # the check reads what the tool wrote outside the worktree: a sandboxed verify sees
+        # only what the spec lets it read
+        sandbox={"readable": [str(refunds.parent)]},
     )
 
 

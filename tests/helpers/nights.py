@@ -20,6 +20,9 @@ from tests.helpers.toml import dumps
 
 IDENT = ["-c", "user.name=test", "-c", "user.email=test@localhost"]
 
+#: The commands the test specs let a model-written verify start with.
+MODEL_VERIFY_COMMANDS = ("true", "false", "test")
+
 
 def git(repo: Path, *args: str) -> str:
     out = subprocess.run(
@@ -71,6 +74,8 @@ def spec_data(
         }
     if tasks is not None:
         data["tasks"] = tasks
+    # What a model-written verify may start with (the run_command prefixes).
+    data["tools"] = {"commands": list(MODEL_VERIFY_COMMANDS)}
     for key, value in sections.items():
         if key == "budget":
             data["budget"].update(value)

@@ -135,6 +135,8 @@ class AgentExecutor:
                     effects=ctx.effects,
                     effect_key=effect_key,
                     on_refused=ctx.on_refused,
+                    protected=ctx.protected,
+                    confine=ctx.confine,
                 )
                 outcome = self.toolbox.dispatch(use.name, use.input, tool_ctx)
                 ctx.note(

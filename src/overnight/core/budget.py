@@ -15,7 +15,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from overnight.core.errors import BudgetRefused, ConfigError
 
@@ -301,3 +301,21 @@ def money_band(spent: float, limit: float, fractions: BudgetFractions) -> Band:
     if share >= fractions.notice_at:
         return "notice"
     return "free"
+
+
+#: Budget fields where a larger value (or none at all) allows more.
+_CAPS = ("usd", "hours", "steps", "tokens", "notice_at", "finish_at", "enforce_at")
+
+
+def loosened(recorded: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """The budget fields of ``now`` that allow more than ``recorded`` does (a missing or null
+    cap allows everything). Empty when ``now`` is as strict or stricter in every field."""
+
+    def allowance(value: Any) -> float:
+        return float("inf") if value is None else float(value)
+
+    return [
+        key
+        for key in _CAPS
+        if key in recorded and allowance(now.get(key)) > allowance(recorded.get(key))
+    ]

@@ -1,7 +1,8 @@
 """The run's state: everything a checkpoint carries, and the pure operations on it.
 
-Money and tokens are not here: the spend journal is their record, so that a call whose answer
-was lost in a crash is still counted (at its worst case).
+The spend journal is the record of money and tokens, so that a call whose answer was lost in a
+crash is still counted (at its worst case); the checkpoint keeps the totals it had seen as a
+floor, so a journal emptied or cut short never lowers them.
 """
 
 from __future__ import annotations
@@ -71,6 +72,19 @@ class RunState(BaseModel):
     lessons: list[str] = Field(default_factory=list)
     refused_effects: list[dict[str, Any]] = Field(default_factory=list)
     """Effects the ledger refused (already attempted by another run), for the result."""
+    agent_worked: bool = False
+    """An agent task has worked in the worktree: from then on, in ``[sandbox] mode =
+    "auto"``, every command of the night runs sandboxed."""
+    sandboxed_commands: int = 0
+    unsandboxed_commands: int = 0
+    spent_usd: float = 0.0
+    """Money spent when this checkpoint was written: a resume counts at least this much,
+    whatever the spend journal then says (an emptied journal never resets spend)."""
+    tokens_used: int = 0
+    """Tokens billed when this checkpoint was written (the same floor for the token cap)."""
+    budget: dict[str, Any] | None = None
+    """The budget the run was started or explicitly resumed with; a ``spec.json`` that allows
+    more than this is refused on resume."""
     stopped_reason: str | None = None
 
     # -- pure transitions -------------------------------------------------------------------
@@ -94,8 +108,23 @@ class RunState(BaseModel):
         self.in_progress = None
         self._count_finished(progress=True)
 
-    def finish_parked(self, task: Task, reason: str, detail: str, patch: str | None) -> None:
-        self.parked.append(ParkedTask(task=task, reason=reason, detail=detail, patch=patch))
+    def finish_parked(
+        self,
+        task: Task,
+        reason: str,
+        detail: str,
+        patch: str | None,
+        protected_changes: list[str] | None = None,
+    ) -> None:
+        self.parked.append(
+            ParkedTask(
+                task=task,
+                reason=reason,
+                detail=detail,
+                patch=patch,
+                protected_changes=protected_changes or [],
+            )
+        )
         self.in_progress = None
         self._count_finished(progress=False)
 

@@ -36,6 +36,11 @@ class Task(BaseModel):
     def is_command(self) -> bool:
         return self.command is not None
 
+    @property
+    def model_written(self) -> bool:
+        """Planned or replanned by a model: its verify is a model's text."""
+        return self.origin in ("plan", "replan")
+
     def label(self) -> str:
         return f"{self.id} {self.title}".strip() if self.title else self.id
 
@@ -59,6 +64,8 @@ class ParkedTask(BaseModel):
     reason: str
     detail: str = ""
     patch: str | None = None
+    protected_changes: list[str] = Field(default_factory=list)
+    """What the task changed of what judges the work (``[predicate] protect``)."""
 
 
 class PrunedTask(BaseModel):

@@ -78,13 +78,18 @@ def ask_structured(
     schema: type[M],
     tool_name: str,
     retries: int = 1,
+    check: Callable[[M], None] | None = None,
 ) -> M:
     """Call, validate; on an invalid answer ask again (``retries`` times) saying what was
-    wrong. The last failure is raised as ``InvalidModelOutput``."""
+    wrong. ``check`` judges what the schema cannot (it raises ``InvalidModelOutput``). The
+    last failure is raised as ``InvalidModelOutput``."""
     attempt = request
     while True:
         try:
-            return parse_answer(call(attempt), schema, tool_name, request.purpose)
+            answer = parse_answer(call(attempt), schema, tool_name, request.purpose)
+            if check is not None:
+                check(answer)
+            return answer
         except InvalidModelOutput as exc:
             if retries <= 0:
                 raise

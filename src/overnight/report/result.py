@@ -60,6 +60,8 @@ class ParkedEntry(_Model):
     reason: str
     detail: str = ""
     patch: str | None = None
+    protected_changes: list[str] = Field(default_factory=list)
+    """For a task parked as "changed what judges it": each protected path it changed."""
 
 
 class PrunedEntry(_Model):
@@ -130,6 +132,17 @@ class PredicateBlock(_Model):
     detail: str
 
 
+class SandboxBlock(_Model):
+    mode: Literal["auto", "on", "off"]
+    """``off``: an unsandboxed night, whatever its commands did."""
+    network: bool
+    """Whether sandboxed commands had the machine's network."""
+    sandboxed_commands: int
+    """Commands (tasks, verifies, the predicate, ``run_command``) run in the sandbox."""
+    unsandboxed_commands: int
+    """Commands run as written, outside the sandbox."""
+
+
 class GoalBlock(_Model):
     text: str
     sha256: str
@@ -168,6 +181,9 @@ class TerminalResult(_Model):
     here and changes nothing else."""
     trace_lines_dropped: int = 0
     """Trace lines that could not be written (a full disk); the trace is then incomplete."""
+    sandbox: SandboxBlock | None = None
+    """How this night's commands were confined; null only in results written before the
+    sandbox existed."""
     effects: list[dict[str, Any]] = Field(default_factory=list)
     """Every external effect this run wrote down: tool, run-step key, task key, task, state
     (intended, confirmed, failed, unknown), arguments, the provider's answer, error."""

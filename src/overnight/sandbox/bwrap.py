@@ -58,7 +58,12 @@ MIB = 1 << 20
 
 
 class SandboxUnavailable(Exception):
-    """The sandbox cannot run on this machine; the message says why and how to fix it."""
+    """The sandbox cannot run on this machine: ``problem`` says why, ``fix`` what to do."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{problem} (fix: {fix})")
 
 
 def _real(path: Path | str) -> Path:
@@ -242,15 +247,15 @@ def build_sandbox(
     bwrap = find_program("bwrap")
     if bwrap is None:
         raise SandboxUnavailable(
-            "bubblewrap (bwrap) is not installed; install it (Debian and Ubuntu: "
-            'apt-get install bubblewrap), or set [sandbox] mode = "off" to run '
-            "unsandboxed (recorded in result.json and the report)"
+            "bubblewrap (bwrap) is not installed",
+            "install it (Debian and Ubuntu: apt-get install bubblewrap), or set [sandbox] "
+            'mode = "off" to run unsandboxed (recorded in result.json and the report)',
         )
     prlimit = find_program("prlimit")
     if prlimit is None:
         raise SandboxUnavailable(
-            "prlimit (util-linux) is not installed; install util-linux, or set "
-            '[sandbox] mode = "off"'
+            "prlimit (util-linux) is not installed",
+            'install util-linux, or set [sandbox] mode = "off"',
         )
     layout = plan_layout(
         sealed=sealed,
@@ -273,7 +278,7 @@ def probe(sandbox: Sandbox) -> None:
         _PROBED[key] = _try(sandbox)
     problem = _PROBED[key]
     if problem is not None:
-        raise SandboxUnavailable(problem)
+        raise SandboxUnavailable(problem, _FIX)
 
 
 def _try(sandbox: Sandbox) -> str | None:
@@ -289,11 +294,11 @@ def _try(sandbox: Sandbox) -> str | None:
                 check=False,
             )
         except (OSError, subprocess.SubprocessError) as exc:
-            return f"bubblewrap could not be started ({exc}); {_FIX}"
+            return f"bubblewrap could not be started ({exc})"
     if done.returncode == 0 and done.stdout.strip() == b"sandboxed":
         return None
     said = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
-    return f"bubblewrap cannot create a sandbox on this machine: {said[-400:]}; {_FIX}"
+    return f"bubblewrap cannot create a sandbox on this machine: {said[-400:]}"
 
 
 _FIX = (

@@ -8,6 +8,7 @@ RUN_DIR/trace.jsonl      one line per model call, tool call and decision
 RUN_DIR/result.json      the terminal result, once the run has ended
 RUN_DIR/artifacts/       command logs, patches of parked tasks
 RUN_DIR/worktree/        the git worktree on branch overnight/<run-id>
+RUN_DIR/checkout/        a clean checkout of the commit being verified (verify, predicate)
 RUN_DIR/command.pgid     the process group of the command running now (gone between commands)
 """
 
@@ -26,6 +27,12 @@ from overnight.store.atomic import write_atomic
 DISK_RESERVE_BYTES = 1 << 20
 
 
+def overnight_home() -> Path:
+    """``$OVERNIGHT_HOME``, default ``~/.overnight``: where runs and the review queue live."""
+    home = os.environ.get("OVERNIGHT_HOME")
+    return Path(home).expanduser().absolute() if home else Path.home() / ".overnight"
+
+
 class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -38,6 +45,7 @@ class RunDir:
         self.result = path / "result.json"
         self.artifacts = path / "artifacts"
         self.worktree = path / "worktree"
+        self.checkout = path / "checkout"
         self.history = path / "history"
         self.lockfile = path / "lock"
         self.disk_reserve = path / ".disk-reserve"

@@ -6,7 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from overnight.process import Confinement
 
 
 class ToolError(Exception):
@@ -32,6 +35,12 @@ class ToolContext:
     of the task, so that a resume reproduces it exactly."""
     on_refused: Callable[[dict[str, Any]], None] = field(default=lambda _refusal: None)
     """Told of an effect the ledger refused (a second delivery), so the run can report it."""
+    protected: Callable[[str], str | None] = field(default=lambda _rel: None)
+    """Why a worktree path (relative, ``/``) is protected (part of what judges the work),
+    or None; the file tools refuse protected paths."""
+    confine: Callable[[], Confinement | None] = field(default=lambda: None)
+    """The sandbox a command of ``run_command`` runs in; None: unconfined (``[sandbox] mode =
+    "off"``, or a test that builds a context by hand)."""
 
 
 @dataclass(frozen=True)

@@ -511,6 +511,19 @@ class SearchTextTool:
 # --------------------------------------------------------------------------- write_file
 
 
+def _refuse_protected(ctx: ToolContext, given: str, shown: str) -> None:
+    """Refuse a path that is part of what judges the work, by the name given or by the file
+    it resolves to (a link into tests/ is tests/)."""
+    lexical = os.path.normpath(given).lstrip("/") if not os.path.isabs(given) else shown
+    for rel in dict.fromkeys((shown, lexical)):
+        rule = ctx.protected(rel)
+        if rule is not None:
+            raise ToolError(
+                f"{rel} is protected: it is part of what judges the work ({rule}), so it "
+                "cannot be changed or created in this run; change the code under test instead"
+            )
+
+
 class WriteFileTool:
     name = "write_file"
     description = (
@@ -532,6 +545,7 @@ class WriteFileTool:
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         path = resolve_inside(ctx.root, _str_arg(args, "path"))
         shown = display(ctx.root, path)
+        _refuse_protected(ctx, _str_arg(args, "path"), shown)
         content = _str_arg(args, "content")
         if path.is_dir():
             raise ToolError(f"{shown} is a directory; give the path of a file to write")
@@ -587,6 +601,7 @@ class EditFileTool:
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         path = resolve_inside(ctx.root, _str_arg(args, "path"))
         shown = display(ctx.root, path)
+        _refuse_protected(ctx, _str_arg(args, "path"), shown)
         old = _str_arg(args, "old")
         new = _str_arg(args, "new")
         if not old:
@@ -642,6 +657,11 @@ def parse_command(command: str) -> list[str]:
     Raises ``ToolError`` naming the offending character, an unclosed quote, or an empty
     command.
     """
+    for c in command:
+        if c not in "\t\n\r" and (ord(c) < 0x20 or ord(c) == 0x7F):
+            raise ToolError(
+                f"the command contains the control character {c!r}; write plain text only"
+            )
     quote: str | None = None
     i = 0
     while i < len(command):
@@ -690,6 +710,28 @@ def is_git_command(words: Sequence[str]) -> bool:
     """Whether ``words`` run git itself (``git``, ``/usr/bin/git``, ``git-lfs``...)."""
     program = os.path.basename(words[0]) if words else ""
     return program == "git" or program.startswith("git-")
+
+
+def check_command(command: str, prefixes: Sequence[Sequence[str]]) -> list[str]:
+    """The words of ``command`` if it is one allowed program with plain arguments: no shell
+    syntax, no control characters, never git, and starting with one of ``prefixes`` (word by
+    word). A ``ToolError`` saying why not otherwise."""
+    words = parse_command(command)
+    if is_git_command(words):
+        raise ToolError(
+            "git is not available: overnight manages version control itself (it commits "
+            "your work after each task and reverts a failed one). Leave the history alone "
+            "and change the files; use list_files, read_file and search_text to look around"
+        )
+    if not any(tuple(words[: len(p)]) == tuple(p) for p in prefixes):
+        if not prefixes:
+            raise ToolError("no command is allowed in this run ([tools] commands is empty)")
+        allowed = ", ".join(shlex.join(p) for p in prefixes)
+        raise ToolError(
+            f"{words[0]!r} is not an allowed command here; commands must start with one "
+            f"of: {allowed}"
+        )
+    return words
 
 
 def _safe_name(call_id: str) -> str:
@@ -782,11 +824,13 @@ class RunCommandTool:
         line = shlex.join(words)
         log = ctx.artifacts / f"{_safe_name(ctx.call_id)}.log"
         try:
+            confine = ctx.confine()
             result = process.run_command(
-                line,
+                words if confine is not None else line,
                 cwd=top,
                 timeout_s=timeout,
-                env=process.scrubbed_env(),
+                env=None if confine is not None else process.scrubbed_env(),
+                confine=confine,
                 should_stop=ctx.stop_requested,
                 log_path=log,
                 max_output=self.max_output_chars,
@@ -828,22 +872,10 @@ class RunCommandTool:
 
     def check(self, command: str) -> list[str]:
         """The words of ``command`` if it may run; a ToolError saying why not otherwise."""
-        words = parse_command(command)
-        if is_git_command(words):
-            raise ToolError(
-                "git is not available: overnight manages version control itself (it commits "
-                "your work after each task and reverts a failed one). Leave the history alone "
-                "and change the files; use list_files, read_file and search_text to look around"
-            )
-        if not any(tuple(words[: len(p)]) == p for p in self.prefixes):
-            if not self.prefixes:
-                raise ToolError("run_command is not enabled: no command is allowed in this run")
-            allowed = ", ".join(shlex.join(p) for p in self.prefixes)
-            raise ToolError(
-                f"{words[0]!r} is not an allowed command here; commands must start with one "
-                f"of: {allowed}"
-            )
-        return words
+        if not self.prefixes:
+            parse_command(command)
+            raise ToolError("run_command is not enabled: no command is allowed in this run")
+        return check_command(command, self.prefixes)
 
     def _timeout(self, args: Mapping[str, Any], ctx: ToolContext) -> float:
         requested = args.get("timeout_s")
