@@ -108,3 +108,27 @@ def fmt_amount(name: str, value: float) -> str:
 def sentence(text: str) -> str:
     text = text.strip()
     return text if not text or text.endswith((".", "!", "?")) else f"{text}."
+
+
+UNSANDBOXED_BANNER = (
+    'Unsandboxed night: [sandbox] mode = "off". Commands the model wrote or influenced ran '
+    "with your user's access to this machine, its files and its network; the verdict is only "
+    "as good as the model's restraint."
+)
+
+
+def sandbox_banner(r: TerminalResult) -> str | None:
+    """The warning a report opens with when the night ran without its sandbox."""
+    return UNSANDBOXED_BANNER if r.sandbox is not None and r.sandbox.mode == "off" else None
+
+
+def sandbox_line(r: TerminalResult) -> str:
+    """One sentence on how the night's commands were confined."""
+    sb = r.sandbox
+    if sb is None:
+        return "Sandbox: not recorded (a result from before the sandbox existed)."
+    network = "with the network" if sb.network else "without network"
+    return (
+        f'Sandbox: mode "{sb.mode}", {network}; {sb.sandboxed_commands} command(s) ran '
+        f"sandboxed, {sb.unsandboxed_commands} as written."
+    )

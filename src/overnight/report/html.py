@@ -23,6 +23,8 @@ from overnight.report.facts import (
     fmt_seconds,
     fmt_usd,
     money_lines,
+    sandbox_banner,
+    sandbox_line,
     sentence,
 )
 from overnight.report.result import BudgetBlock, DriftPoint, SpendPoint, TerminalResult
@@ -51,6 +53,8 @@ header.verdict { border-left: 8px solid var(--muted); }
 header.outcome-SUCCESS { border-left-color: var(--ok); }
 header.outcome-PARTIAL { border-left-color: var(--warn); }
 header.outcome-FAILURE { border-left-color: var(--bad); }
+.unsandboxed { margin: 0 0 10px; padding: 8px 12px; border-radius: 6px; color: #fff;
+  background: var(--bad); }
 .kicker, .muted, .legend { color: var(--muted); }
 .kicker { margin: 0; font-size: 13px; }
 .badge { display: inline-block; font-size: 14px; font-weight: 600; padding: 2px 10px;
@@ -164,8 +168,12 @@ def _verdict(r: TerminalResult) -> str:
     if r.alerts:
         items = "".join(f"<li>{_pairs(a)}</li>" for a in r.alerts)
         sent = f"<h3>Alerts</h3><ul>{items}</ul>"
+    banner = sandbox_banner(r)
+    warning = (
+        f'<p class="unsandboxed" role="alert"><strong>{e(banner)}</strong></p>' if banner else ""
+    )
     return (
-        f'<header class="verdict outcome-{e(r.status)}" id="verdict">'
+        f'<header class="verdict outcome-{e(r.status)}" id="verdict">{warning}'
         f'<p class="kicker">overnight run <code>{e(r.run_id)}</code> · '
         f"started {e(r.started_at)} · ended {e(r.ended_at)}</p>"
         f'<h1><span class="ending">{e(r.ending)}</span> <span class="badge">{e(r.status)}'
@@ -549,6 +557,9 @@ def _tasks(r: TerminalResult) -> str:
             if said
             else ""
         )
+        if p.protected_changes:
+            changed = ", ".join(f"<code>{e(path)}</code>" for path in p.protected_changes)
+            detail += f"<br>protected paths it changed (not committed): {changed}"
         patch = f"<code>{e(p.patch)}</code>" if p.patch else "-"
         parked.append(
             f'<tr data-task="{e(p.id)}"><td><code>{e(p.id)}</code></td><td>{e(p.title)}</td>'
@@ -633,6 +644,7 @@ def _work(r: TerminalResult) -> str:
         '<section id="work"><h2>Work</h2>'
         f"<p>Branch <code>{e(b.name)}</code> from <code>{e(b.base_commit[:12])}</code>, "
         f"head {head}, worktree <code>{e(b.worktree)}</code>.</p>"
+        f'<p class="sandbox">{e(sandbox_line(r))}</p>'
         f"<h3>Diff stat</h3>{stat}</section>"
     )
 

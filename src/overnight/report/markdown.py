@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from overnight.core.drift import DRIFT_PRUNE_ABOVE
 from overnight.core.endings import DRIFT_HALT_ABOVE
-from overnight.report.facts import ReportExtras, fmt_seconds, fmt_usd, money_lines
+from overnight.report.facts import (
+    ReportExtras,
+    fmt_seconds,
+    fmt_usd,
+    money_lines,
+    sandbox_banner,
+    sandbox_line,
+)
 from overnight.report.result import BudgetBlock, TerminalResult
 
 #: Up to this many model calls, the spend curve is listed point by point.
@@ -69,6 +76,10 @@ def render_markdown(r: TerminalResult, extras: ReportExtras | None = None) -> st
     out: list[str] = []
     out.append(f"# overnight run {r.run_id}")
     out.append("")
+    banner = sandbox_banner(r)
+    if banner:
+        out.append(f"> **{banner}**")
+        out.append("")
     out.append(
         f"**{r.stop_reason}** ({r.status}, exit {r.exit_code}, "
         f"{'resumable' if r.resumable else 'not resumable'}): {r.message}."
@@ -128,6 +139,9 @@ def render_markdown(r: TerminalResult, extras: ReportExtras | None = None) -> st
     for p in r.plan.parked:
         patch = f" (patch: `{p.patch}`)" if p.patch else ""
         out.append(f"- `{p.id}` {p.title}: {p.reason}{patch}")
+        if p.protected_changes:
+            changed = ", ".join(f"`{path}`" for path in p.protected_changes)
+            out.append(f"  - protected paths it changed (not committed): {changed}")
         if p.detail:
             out.append(f"  - verifier said: {p.detail.strip().splitlines()[-1][:200]}")
     if not r.plan.parked:
@@ -196,6 +210,8 @@ def render_markdown(r: TerminalResult, extras: ReportExtras | None = None) -> st
         state = "passed" if r.predicate.met else f"not passed (exit {r.predicate.exit_code})"
         out.append(f"Goal predicate `{r.predicate.command}`: {state}.")
         out.append("")
+    out.append(sandbox_line(r))
+    out.append("")
     out.append(
         f"Trace: `{r.trace_ref}`. Started {r.started_at}, ended {r.ended_at}, resumes: {r.resumes}."
     )
