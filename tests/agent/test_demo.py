@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpers.nights import cli_env, git
+from tests.helpers.sandbox import require_bwrap
 
 
 def demo(where: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -48,6 +49,12 @@ def test_the_demo_fixes_textstats_on_its_branch(tmp_path: Path) -> None:
     result = result_of(tmp_path)
     assert result["stop_reason"] == "GOAL_MET"
     assert [v["id"] for v in result["verified"]] == ["fix_words", "fix_ties"]
+    # Once the agent has worked, every verify and the predicate run in the sandbox; only the
+    # first goal check, on the untouched checkout, runs as written.
+    require_bwrap()
+    sandbox = result["sandbox"]
+    assert sandbox["mode"] == "auto" and sandbox["network"] is False
+    assert sandbox["sandboxed_commands"] >= 3 and sandbox["unsandboxed_commands"] == 1
 
     workspace = tmp_path / "workspace"
     base, branch = result["branch"]["base_commit"], result["branch"]["name"]
