@@ -81,6 +81,20 @@ def variants(repo: Path, tmp_path: Path) -> dict[str, tuple[dict[str, Any], str]
     d["tools"] = {"external": [{"name": "refund", "target": "x:y", "mutating": True}]}
     out["mutating external tool without a task key"] = (d, "tools.external[0]")
     out["no tasks and no model"] = (spec_data(repo, tasks=[], model=False), "model")
+    # Absurd settings: each would put Infinity (not JSON) or an overflow into the result.
+    out["infinite money"] = (spec_data(repo, usd=float("inf"), tasks=[TASK]), "budget.usd")
+    out["money past reason"] = (spec_data(repo, usd=1e308, tasks=[TASK]), "budget.usd")
+    out["infinite hours"] = (spec_data(repo, hours=float("inf"), tasks=[TASK]), "budget.hours")
+    out["hours not a number"] = (spec_data(repo, hours=float("nan"), tasks=[TASK]), "budget.hours")
+    d = spec_data(repo, tasks=[TASK])
+    d["model"] = {**d["model"], "max_tokens": 10**12}
+    out["max_tokens past any model"] = (d, "model.max_tokens")
+    d = spec_data(repo, tasks=[TASK])
+    d["agent"] = {"max_tokens": 10**12}
+    out["agent max_tokens past any model"] = (d, "agent.max_tokens")
+    d = spec_data(repo, tasks=[TASK])
+    d["prices"]["fake-opus"]["output"] = float("inf")
+    out["infinite price"] = (d, "prices.fake-opus.output")
     return out
 
 
@@ -161,3 +175,20 @@ def test_status_and_report_of_a_non_run_directory(
     assert code == 64 and "not an overnight run" in err
     code, err = run_cli(["report", str(tmp_path)], capsys)
     assert code == 64
+
+
+def test_every_problem_of_a_spec_is_listed_with_its_field_and_fix(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A typo of a required field: the typo itself must be shown, not only "goal missing".
+    data = spec_data(repo, usd=-1.0, tasks=[TASK])
+    data["gaol"] = data.pop("goal")
+    spec_path = write_spec(tmp_path / "night.toml", data)
+    code, err = run_cli(["run", str(spec_path), "--run-dir", str(tmp_path / "run")], capsys)
+    assert code == 64
+    assert "3 problems in the spec" in err
+    lines = err.splitlines()
+    assert any(line.strip().startswith("goal: Field required (fix:") for line in lines), err
+    assert any(line.strip().startswith("gaol: unknown field (a typo?)") for line in lines), err
+    assert any(line.strip().startswith("budget.usd:") and "fix:" in line for line in lines), err
+    assert not (tmp_path / "run").exists()

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from overnight.agent.config import AgentSpec
 from overnight.alerts import AlertsSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
-from overnight.core.errors import ConfigError
+from overnight.core.errors import ConfigError, SpecProblems
 from overnight.core.globs import GlobError, compile_glob
 from overnight.core.tasks import Task
 from overnight.estimate import Workload
@@ -28,19 +28,25 @@ from overnight.tools.toolbox import ToolsSpec
 PROVIDERS = ("python", "anthropic", "openai", "openai-compatible")
 
 
+#: Above these a setting is a typo, not a plan (and would overflow the arithmetic).
+MAX_USD = 1_000_000.0
+MAX_HOURS = 24.0 * 31
+MAX_OUTPUT_TOKENS = 1_000_000
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
 
 class BudgetSpec(_Strict):
-    usd: float = Field(ge=0)
+    usd: float = Field(ge=0, le=MAX_USD)
     """Hard cap in dollars. Never crossed: every model call's worst case is reserved first."""
-    hours: float = Field(default=8.0, gt=0)
+    hours: float = Field(default=8.0, gt=0, le=MAX_HOURS)
     """Wall-clock limit in hours, waits and tools included. Time while no process runs
     (between a crash and its resume) does not count."""
-    steps: int | None = Field(default=None, gt=0)
+    steps: int | None = Field(default=None, gt=0, le=10**6)
     """Optional limit on task executions (each attempt, retries included)."""
-    tokens: int | None = Field(default=None, gt=0)
+    tokens: int | None = Field(default=None, gt=0, le=10**12)
     """Optional limit on tokens billed (input, cache reads and writes, output)."""
     notice_at: float = Field(default=0.70, gt=0, le=1)
     """From this share of the money cap, agent calls get a budget notice at the end of their
@@ -96,9 +102,9 @@ class ModelSpec(_Strict):
     name: str = Field(min_length=1)
     """The model name sent to the provider and priced by the ledger (``[prices.<name>]``, else
     the genai-prices data)."""
-    max_tokens: int = Field(default=4096, gt=0)
+    max_tokens: int = Field(default=4096, gt=0, le=MAX_OUTPUT_TOKENS)
     """``max_tokens`` of the harness's own calls (plan, drift, replan)."""
-    summary_max_tokens: int = Field(default=1024, gt=0)
+    summary_max_tokens: int = Field(default=1024, gt=0, le=MAX_OUTPUT_TOKENS)
     """``max_tokens`` of the closing summary, paid from the wrap-up reserve."""
     base_url: str | None = None
     """The API's base URL. Required for ``openai-compatible`` (e.g.
@@ -274,8 +280,13 @@ class Spec(_Strict):
 FIXES: dict[str, str] = {
     "goal": 'add goal = "what the night should achieve" at the top of the spec',
     "budget": "add a [budget] table with usd = ... (and hours = ...)",
-    "budget.usd": "set usd to the hard cap in dollars, e.g. usd = 28.0",
-    "budget.hours": "set hours to a positive number, e.g. hours = 8",
+    "budget.usd": f"set usd to the hard cap in dollars (at most {MAX_USD:_.0f}), e.g. usd = 28.0",
+    "budget.hours": f"set hours to a positive number up to {MAX_HOURS:g}, e.g. hours = 8",
+    "budget.steps": "set steps to a positive whole number, or leave it out",
+    "budget.tokens": "set tokens to a positive whole number, or leave it out",
+    "model.max_tokens": f"set max_tokens to at most {MAX_OUTPUT_TOKENS:_}, e.g. 4096",
+    "model.summary_max_tokens": f"set summary_max_tokens to at most {MAX_OUTPUT_TOKENS:_}",
+    "agent.max_tokens": f"set max_tokens to at most {MAX_OUTPUT_TOKENS:_}, e.g. 8192",
     "predicate": 'add [predicate] with command = "..." (exit 0 means the goal is met)',
     "predicate.command": 'e.g. command = "pytest -q"',
     "model.name": 'name the model to price, e.g. name = "claude-opus-5"',
@@ -308,17 +319,21 @@ def _fix_for(field: str) -> str:
 
 
 def parse_spec(data: dict[str, Any], base_dir: Path) -> Spec:
-    """Validate a spec mapping. The first problem becomes a ``ConfigError``."""
+    """Validate a spec mapping: a ``ConfigError`` for one problem, ``SpecProblems`` listing
+    every problem (each with its field and fix) for several."""
     try:
         spec = Spec.model_validate({**data, "base_dir": str(base_dir)})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = _field_of(tuple(err["loc"]))
-        message = err["msg"]
-        if err["type"] == "extra_forbidden":
-            message = "unknown field (a typo?)"
-        more = f" (and {len(exc.errors()) - 1} more problem(s))" if len(exc.errors()) > 1 else ""
-        raise ConfigError(field, message + more, _fix_for(field)) from None
+        problems: list[ConfigError] = []
+        for err in exc.errors():
+            field = _field_of(tuple(err["loc"]))
+            message = err["msg"]
+            if err["type"] == "extra_forbidden":
+                message = "unknown field (a typo?)"
+            problems.append(ConfigError(field, message, _fix_for(field)))
+        if len(problems) == 1:
+            raise problems[0] from None
+        raise SpecProblems(problems) from None
     except ConfigError:
         raise
     except ValueError as exc:

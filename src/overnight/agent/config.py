@@ -8,13 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class AgentSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     max_calls: int = Field(default=6, gt=0, le=200)
     """Model calls per task before it is handed to verify as it stands."""
-    max_tokens: int = Field(default=8192, gt=0)
+    max_tokens: int = Field(default=8192, gt=0, le=1_000_000)
     """``max_tokens`` of each execute call."""
-    task_tokens: int | None = Field(default=None, gt=0)
+    task_tokens: int | None = Field(default=None, gt=0, le=10**12)
     """Tokens billed per task (all fields) before it is handed to verify; none by default."""
     task_seconds: float | None = Field(default=None, gt=0)
     """Seconds per task before it is handed to verify; none by default (the night's clock

@@ -28,6 +28,22 @@ class ConfigError(OvernightError):
         super().__init__(text)
 
 
+class SpecProblems(ConfigError):
+    """Several problems in one spec, each with its field and fix; ``field``, ``problem`` and
+    ``fix`` are the first one's."""
+
+    def __init__(self, problems: list[ConfigError]) -> None:
+        first = problems[0]
+        super().__init__(first.field, first.problem, first.fix)
+        self.problems = problems
+        lines = [f"{len(problems)} problems in the spec:"]
+        lines += [f"  {p}" for p in problems]
+        self.args = ("\n".join(lines),)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class RunError(OvernightError):
     """A run-ending condition with a machine-readable cause."""
 

@@ -20,7 +20,7 @@ OWN_VARIABLES = frozenset({"PATH", "HOME", "TMPDIR"})
 class SandboxSpec(BaseModel):
     """The ``[sandbox]`` table."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     mode: SandboxMode = "auto"
     """``auto``: sandbox ``run_command``, every command a model wrote, and every command
