@@ -12,6 +12,8 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from overnight.core.errors import ConfigError
@@ -47,10 +49,24 @@ class ExternalToolSpec(BaseModel):
             raise ValueError(
                 f'the mutating tool {self.name!r} needs a task_key, e.g. "{{order_id}}:refund"'
             )
+        try:
+            Draft202012Validator.check_schema(self.input_schema)
+        except SchemaError as exc:
+            raise ValueError(
+                f"the input_schema of {self.name!r} is not a valid JSON Schema: {exc.message}"
+            ) from None
         return self
 
 
 ToolFn = Callable[[dict[str, Any], str | None], Any]
+
+
+def _key_value(value: Any) -> Any:
+    """One spelling per value in a task key: JSON Schema's ``integer`` accepts ``4471.0``,
+    which must name the same effect as ``4471``."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 class ExternalTool:
@@ -66,7 +82,7 @@ class ExternalTool:
         if not self.spec.task_key:
             return None
         try:
-            return self.spec.task_key.format(**args)
+            return self.spec.task_key.format(**{k: _key_value(v) for k, v in args.items()})
         except (KeyError, IndexError, ValueError) as exc:
             raise ToolError(
                 f"{self.name}: the arguments do not name the effect ({exc!r}); "
@@ -74,7 +90,7 @@ class ExternalTool:
             ) from None
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
-        plain = dict(args)
+        plain = dict(args)  # already checked against input_schema by the toolbox
         if not self.mutating:
             return self._outcome(self._call(plain, None), replayed=False)
         if ctx.effects is None:

@@ -10,6 +10,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from jsonschema import Draft202012Validator
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from overnight.core.errors import ConfigError, DiskFull
@@ -47,7 +48,7 @@ _CRASH_REPR_CHARS = 2000
 class ToolsSpec(BaseModel):
     """The ``[tools]`` table: the tools an agent task may use."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     external: list[ExternalToolSpec] = Field(default_factory=list)
     """User-defined Python tools (``[[tools.external]]``); mutating ones go through the
@@ -139,6 +140,7 @@ class Toolbox:
 
     def __init__(self, tools: Sequence[Tool]) -> None:
         self._tools: dict[str, Tool] = {}
+        self._validators: dict[str, Draft202012Validator] = {}
         for tool in tools:
             if tool.name in self._tools:
                 raise ValueError(f"two tools are called {tool.name!r}")
@@ -192,6 +194,8 @@ class Toolbox:
             problem = schema_problem(tool.input_schema, args)
         except Exception as exc:
             problem = f"the arguments could not be checked ({exc!r})"
+        if problem is None:
+            problem = self._full_check(name, tool.input_schema, args)
         if problem is not None:
             return ToolOutcome(f"invalid arguments for {name}: {problem}", is_error=True)
         try:
@@ -208,6 +212,21 @@ class Toolbox:
                 is_error=True,
             )
         return outcome
+
+    def _full_check(self, name: str, schema: Mapping[str, Any], args: object) -> str | None:
+        """What a complete JSON Schema validator finds that the quick check above does not
+        word (``pattern``, ``const``, ``oneOf``, formats of nested schemas...). An invalid call
+        never reaches a tool, hence never the effects ledger."""
+        validator = self._validators.get(name)
+        if validator is None:
+            validator = self._validators[name] = Draft202012Validator(dict(schema))
+        errors = sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.path])
+        if not errors:
+            return None
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e.path) or 'the arguments'}: {e.message}"
+            for e in errors[:5]
+        )
 
 
 def _cut(text: str) -> str:
