@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 from overnight import __version__
 from overnight.core.errors import ConfigError, OvernightError
+from overnight.core.text import printable
 
 EXIT_USAGE = 64
 PANEL_REDRAW_S = 0.25
@@ -168,7 +169,7 @@ def _progress(quiet: bool) -> Any:
     def listener(record: dict[str, Any]) -> None:
         line = _progress_line(record)
         if line:
-            print(line, file=sys.stderr, flush=True)
+            print(printable(line), file=sys.stderr, flush=True)
 
     return listener
 
@@ -322,7 +323,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     elif args.watch or sys.stdout.isatty():
         _panel_loop(args.run_dir, watch=args.watch)
     else:
-        print(render_status(status))
+        print(printable(render_status(status)))
     return 0
 
 

@@ -16,6 +16,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from overnight.core.text import printable
+
 BANDS = ((0.70, "notice"), (0.90, "no new task"), (0.92, "enforced"))
 BAR = 50
 
@@ -77,5 +79,5 @@ def render_panel(status: dict[str, Any], event: str | None = None) -> Renderable
         limit = float(status.get("hours", 0)) * 3600
         table.add_row("elapsed", f"{float(status.get('seconds_used', 0)):.0f}s of {limit:.0f}s")
     if event:
-        table.add_row("last", event)
+        table.add_row("last", Text(printable(event)))
     return Panel(Group(table), title="overnight", border_style="cyan")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from overnight.core.drift import DRIFT_PRUNE_ABOVE
 from overnight.core.endings import DRIFT_HALT_ABOVE
+from overnight.core.text import printable
 from overnight.report.facts import (
     ReportExtras,
     fmt_seconds,
@@ -215,4 +216,4 @@ def render_markdown(r: TerminalResult, extras: ReportExtras | None = None) -> st
     out.append(
         f"Trace: `{r.trace_ref}`. Started {r.started_at}, ended {r.ended_at}, resumes: {r.resumes}."
     )
-    return "\n".join(out) + "\n"
+    return printable("\n".join(out)) + "\n"
