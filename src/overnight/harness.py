@@ -41,6 +41,7 @@ from overnight.process import (
 )
 from overnight.sandbox.policy import SandboxPolicy
 from overnight.spec import Spec
+from overnight.store.atomic import private_dir
 from overnight.store.checkpoint import save_checkpoint
 from overnight.store.journal import Journal, read_journal
 from overnight.store.rundir import RunDir
@@ -411,7 +412,7 @@ class Night(HarnessCalls):
         the time left."""
         if clip:
             timeout_s = max(1.0, min(timeout_s, self.seconds_left()))
-        self.run_dir.artifacts.mkdir(exist_ok=True)
+        private_dir(self.run_dir.artifacts)
         try:
             result = run_command(
                 command,
@@ -529,7 +530,7 @@ class Night(HarnessCalls):
 
     def discard(self, task: Task, attempt: int) -> str | None:
         patch = self.run_dir.artifacts / f"{task.id}.{attempt}.patch"
-        self.run_dir.artifacts.mkdir(exist_ok=True)
+        private_dir(self.run_dir.artifacts)
         return str(patch) if ws.discard_changes(self.run_dir.worktree, patch) else None
 
     def steps_exhausted(self) -> bool:

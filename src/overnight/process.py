@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from overnight.core.errors import DiskFull, WorkspaceError
+from overnight.store.atomic import open_private, private_dir
 
 #: Variables removed from every child environment whatever their shape.
 SECRET_NAMES: frozenset[str] = frozenset(
@@ -204,8 +205,8 @@ def _open_sink(log_path: Path | None) -> IO[bytes]:
     try:
         if log_path is None:
             return tempfile.TemporaryFile(prefix="overnight-cmd-")
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        return open(log_path, "w+b")
+        private_dir(log_path.parent)
+        return open_private(log_path, "w+b")
     except OSError as exc:
         where = "a temporary file" if log_path is None else str(log_path)
         if exc.errno == errno.ENOSPC:

@@ -28,6 +28,7 @@ from overnight.models.seam import ModelClient
 from overnight.report.result import TerminalResult
 from overnight.sandbox.policy import SandboxPolicy, make_sandbox
 from overnight.spec import Spec, _with_import_path, check_sandbox, sealed_places
+from overnight.store.atomic import private_dir
 from overnight.store.checkpoint import load_checkpoint, save_checkpoint
 from overnight.store.journal import read_journal
 from overnight.store.rundir import (
@@ -73,7 +74,8 @@ def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = path.parent / f".{path.name}.creating-{os.getpid()}"
-    staging.mkdir()
+    staging.mkdir(mode=0o700)
+    os.chmod(staging, 0o700)
     try:
         manifest = {
             "kind": "overnight-run",
@@ -312,7 +314,7 @@ def _reopen(rd: RunDir, state: RunState) -> None:
 def _archive_result(rd: RunDir) -> None:
     """Move an earlier result.json to history/: a new ending will be written."""
     if rd.result.exists():
-        rd.history.mkdir(exist_ok=True)
+        private_dir(rd.history)
         n = len(list(rd.history.glob("result-*.json"))) + 1
         os.replace(rd.result, rd.history / f"result-{n}.json")
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from overnight.core.errors import ConfigError, DiskFull, WorkspaceError
 from overnight.process import scrubbed_env
+from overnight.store.atomic import open_private, private_dir
 
 #: Longest a single git call may take before it is treated as hung.
 GIT_TIMEOUT_S = 900.0
@@ -464,8 +465,8 @@ def _config_value(worktree: Path, key: str) -> str:
 def _write_durably(path: Path, data: bytes) -> None:
     tmp = path.with_name(path.name + ".tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as handle:
+        private_dir(path.parent)
+        with open_private(tmp, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())

@@ -10,6 +10,7 @@ attempt's row whatever the model believes).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -143,6 +144,8 @@ class SqliteEffectStore:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         with self._full_disk_is_disk_full():
+            if not path.exists():
+                os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))  # sqlite keeps its mode
             self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None)
             self._db.row_factory = sqlite3.Row
             self._db.execute("PRAGMA journal_mode=WAL")

@@ -10,6 +10,7 @@ import errno
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO, cast
 
 from overnight.core.errors import DiskFull
 
@@ -46,3 +47,26 @@ def write_atomic(path: Path, data: bytes, what: str = "file") -> None:
 def _raise_translated(exc: OSError, path: Path, what: str) -> None:
     if exc.errno == errno.ENOSPC:
         raise DiskFull(f"cannot write {what} {path}: no space left on device") from exc
+
+
+_FLAGS = {
+    "ab": os.O_WRONLY | os.O_CREAT | os.O_APPEND,
+    "wb": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+    "w+b": os.O_RDWR | os.O_CREAT | os.O_TRUNC,
+}
+
+
+def open_private(path: Path, mode: str, buffering: int = -1) -> BinaryIO:
+    """Open ``path`` for binary writing (``ab``, ``wb`` or ``w+b``); a file this creates is
+    readable by its owner only (0600): run files hold prompts, outputs and spend."""
+    fd = os.open(path, _FLAGS[mode], 0o600)
+    return cast(BinaryIO, os.fdopen(fd, mode, buffering=buffering))
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` (and its missing parents) if needed; a directory this creates is the
+    owner's only (0700)."""
+    if not path.is_dir():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(path, 0o700)
+    return path

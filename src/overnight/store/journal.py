@@ -26,6 +26,7 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from overnight.core.errors import CheckpointCorrupt, DiskFull
+from overnight.store.atomic import open_private
 
 #: The reserved field holding each record's checksum.
 CRC_FIELD = "crc"
@@ -85,7 +86,7 @@ class Journal:
                 _cut_damaged_tail(self.path)
                 # Unbuffered: a failed write leaves no buffered remainder to be flushed later.
                 # Kept open across appends on purpose; close() or the context manager ends it.
-                self._file = open(self.path, "ab", buffering=0)  # noqa: SIM115
+                self._file = open_private(self.path, "ab", buffering=0)
             view = memoryview(line)
             while view:
                 written = self._file.write(view)

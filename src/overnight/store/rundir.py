@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from overnight.core.errors import ConfigError
-from overnight.store.atomic import write_atomic
+from overnight.store.atomic import open_private, write_atomic
 
 #: Freed when a write fails for lack of space, so that result.json can still be written.
 DISK_RESERVE_BYTES = 1 << 20
@@ -55,7 +55,7 @@ class RunDir:
         return self.manifest.exists() and self.spec.exists()
 
     def write_disk_reserve(self) -> None:
-        with open(self.disk_reserve, "wb") as f:
+        with open_private(self.disk_reserve, "wb") as f:
             f.write(b"\0" * DISK_RESERVE_BYTES)
             f.flush()
             os.fsync(f.fileno())
@@ -90,7 +90,7 @@ class RunLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        fd = os.open(self.run_dir.lockfile, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.run_dir.lockfile, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
