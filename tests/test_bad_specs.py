@@ -192,3 +192,29 @@ def test_every_problem_of_a_spec_is_listed_with_its_field_and_fix(
     assert any(line.strip().startswith("gaol: unknown field (a typo?)") for line in lines), err
     assert any(line.strip().startswith("budget.usd:") and "fix:" in line for line in lines), err
     assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize(
+    ("provider", "name", "variable"),
+    [("anthropic", "claude-opus-4-5", "ANTHROPIC_API_KEY"), ("openai", "gpt-4o", "OPENAI_API_KEY")],
+)
+def test_a_missing_api_key_is_found_before_anything_is_written(
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    provider: str,
+    name: str,
+    variable: str,
+) -> None:
+    for key in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    data = spec_data(repo, tasks=[{"id": "a", "brief": "do it", "verify": "true"}])
+    data["model"] = {"provider": provider, "name": name}
+    del data["prices"]
+    spec_path = write_spec(tmp_path / "night.toml", data)
+    run_dir = tmp_path / "run"
+    code, err = run_cli(["run", str(spec_path), "--run-dir", str(run_dir)], capsys)
+    assert code == 64, err
+    assert variable in err and "model.provider" in err
+    assert not run_dir.exists() and not runs_root().exists()

@@ -14,6 +14,7 @@ turns what it cannot retry away into ``ModelCallFailed`` or ``DependencyUnavaila
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -57,6 +58,16 @@ def sdk_client(spec: ModelSpec) -> AnthropicClient | OpenAIClient:
     from overnight.models.anthropic_provider import AnthropicClient
     from overnight.models.openai_provider import OpenAIClient
 
+    if spec.provider == "anthropic" and not (
+        os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+    ):
+        # The SDK builds a client without a key and fails on the first call: the night would
+        # exist (a branch, a worktree) before it could find out.
+        raise ConfigError(
+            "model.provider",
+            "ANTHROPIC_API_KEY is not set, so no call to Anthropic can be made",
+            "set ANTHROPIC_API_KEY in the environment (export ANTHROPIC_API_KEY=sk-ant-...)",
+        )
     try:
         if spec.provider == "anthropic":
             return AnthropicClient(
