@@ -52,7 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
     res = sub.add_parser("resume", help="continue a run after a crash, a kill or a stop")
-    res.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    res.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
     res.add_argument("--usd", type=float, help="raise (or set) the money cap")
     res.add_argument("--hours", type=float, help="set the wall-clock limit (hours in total)")
     res.add_argument("--steps", type=int, help="set the step limit")
@@ -61,14 +61,14 @@ def _parser() -> argparse.ArgumentParser:
     res.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
     st = sub.add_parser("status", help="where a run stands, running or finished")
-    st.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    st.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
     st.add_argument("--json", action="store_true", help="machine-readable")
     st.add_argument("--watch", action="store_true", help="keep the panel live until the run ends")
 
     rep = sub.add_parser(
         "report", help="the terminal result as Markdown, or as one self-contained HTML page"
     )
-    rep.add_argument("run_dir", type=Path, metavar="RUN_DIR")
+    rep.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
     rep_format = rep.add_mutually_exclusive_group()
     rep_format.add_argument(
         "--md",
@@ -100,8 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     rev.add_argument("--note", default="", help="with resolve: what was done")
     rev.add_argument(
         "--runs",
-        type=Path,
-        help="a run directory or a folder of them (default: $OVERNIGHT_HOME/runs)",
+        type=_run,
+        help="a run (directory or id) or a folder of run directories (default: every run "
+        "in the index, $OVERNIGHT_HOME/runs.jsonl, and those under $OVERNIGHT_HOME/runs)",
     )
     rev.add_argument(
         "--db",
@@ -110,6 +111,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     rev.add_argument("--all", action="store_true", help="include resolved items")
     rev.add_argument("--json", action="store_true", help="machine-readable")
+
+    ls = sub.add_parser("list", help="every run started on this machine, newest last")
+    ls.add_argument("--json", action="store_true", help="machine-readable")
+
+    clean = sub.add_parser(
+        "clean",
+        help="remove a finished run's worktrees (its branch, result and report stay)",
+    )
+    clean.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
+    clean.add_argument(
+        "--force", action="store_true", help="also for a run that could still be resumed"
+    )
 
     demo = sub.add_parser("demo", help="a complete night on a bundled example, no API key")
     demo.add_argument("--dir", type=Path, help="where to put the example (default: a temp dir)")
@@ -158,6 +171,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     cal.add_argument("--json", action="store_true", help="the whole report as JSON")
     return p
+
+
+RUN_HELP = "a run directory, or a run id (or its unique start) from `overnight list`"
+
+
+def _run(given: str) -> Path:
+    """argparse type of a RUN argument: a directory or an indexed run id."""
+    from overnight.store.index import resolve_run
+
+    try:
+        return resolve_run(given)
+    except ConfigError as exc:
+        if "/" in given or Path(given).exists():
+            return Path(given)  # a path: the command says what is wrong with it
+        raise argparse.ArgumentTypeError(f"{exc.problem} ({exc.fix})") from None
 
 
 def _progress(quiet: bool) -> Any:
@@ -255,12 +283,66 @@ def _finish_output(run_dir: Path, result: Any, as_json: bool) -> int:
         print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
     else:
         print(f"ending:  {result.stop_reason} ({result.status}, exit {result.exit_code})")
+        print(printable(f"why:     {result.message}"))
+        predicate = result.predicate
+        if predicate is not None and not predicate.met and result.stop_reason != "GOAL_MET":
+            tail = [line for line in predicate.detail.strip().splitlines() if line.strip()][-8:]
+            if tail:
+                print(f"goal check `{predicate.command}` (exit {predicate.exit_code}) said:")
+                print(printable("\n".join(f"  {line}" for line in tail)))
         print(f"branch:  {result.branch.name} ({len(result.verified)} verified commit(s))")
         print(f"result:  {run_dir / 'result.json'}")
         print(f"report:  overnight report {run_dir}")
         if result.resumable and result.exit_code != 0:
-            print(f"resume:  overnight resume {run_dir}")
+            print(f"resume:  {resume_hint(run_dir, result)}")
     return int(result.exit_code)
+
+
+#: The ``overnight resume`` flag that lifts each budget ending.
+RAISE_FLAGS = {
+    "BUDGET_EXHAUSTED:money": ("--usd", "cost_usd"),
+    "BUDGET_EXHAUSTED:tokens": ("--tokens", "tokens"),
+    "BUDGET_EXHAUSTED:steps": ("--steps", "steps"),
+    "TIME_LIMIT:wall_clock": ("--hours", "seconds"),
+}
+
+
+def resume_hint(run_dir: Path, result: Any) -> str:
+    """How to continue: a run stopped by a budget ends the same way at once unless the
+    budget is raised, so the hint names the flag and a figure (twice the old limit)."""
+    flag = RAISE_FLAGS.get(result.stop_reason)
+    if flag is None:
+        return f"overnight resume {run_dir}"
+    option, budget = flag
+    limit = getattr(result.budgets, budget).limit
+    if limit is None:
+        return f"overnight resume {run_dir} {option} ..."
+    if budget == "seconds":
+        hours = limit / 3600.0
+        return f"overnight resume {run_dir} --hours {2 * hours:g}   (the limit was {hours:g} h)"
+    if budget == "cost_usd":
+        return f"overnight resume {run_dir} --usd {2 * limit:g}   (the cap was ${limit:.2f})"
+    return f"overnight resume {run_dir} {option} {2 * int(limit)}   (the limit was {int(limit)})"
+
+
+def _warn_uncommitted(spec: Any) -> None:
+    """A night starts from the workspace's committed HEAD: say so when the checkout holds
+    work it will not see."""
+    from overnight import workspace as ws
+
+    repo = ws.check_repository(spec.workspace_path())
+    paths = ws.uncommitted(repo)
+    if not paths:
+        return
+    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    print(
+        printable(
+            f"overnight: note: {repo} has uncommitted changes ({shown}); the night starts "
+            f"from the committed HEAD ({ws.head(repo)[:12]}) and will not see them (nor "
+            "ignored files such as build outputs). Commit what the night needs first."
+        ),
+        file=sys.stderr,
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -269,6 +351,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     spec = load_spec(args.spec)
     check_spec(spec)
+    _warn_uncommitted(spec)
     from overnight.harness import Signals
     from overnight.runs import drained_on_signals
 
@@ -384,9 +467,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_review(args: argparse.Namespace) -> int:
     from overnight.review import queue, render, resolve, review_db
-    from overnight.runs import default_runs_root
 
-    root = args.runs or default_runs_root()
+    root = args.runs  # None: every indexed run and $OVERNIGHT_HOME/runs
     db = review_db(args.db)
     try:
         if args.action == "resolve":
@@ -466,7 +548,74 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
+def cmd_list(args: argparse.Namespace) -> int:
+    from overnight.store.index import indexed_runs
+    from overnight.store.rundir import RunDir, is_locked
+
+    rows = []
+    for run in indexed_runs():
+        rd = RunDir(run.path)
+        if not rd.is_run():
+            state = "gone"
+        elif is_locked(rd):
+            state = "running"
+        elif rd.result.exists():
+            try:
+                state = str(json.loads(rd.result.read_text(encoding="utf-8"))["stop_reason"])
+            except (OSError, ValueError, KeyError):
+                state = "ended (result unreadable)"
+        else:
+            state = "stopped without a result (resume it)"
+        cleaned = rd.is_run() and not rd.worktree.exists()
+        rows.append(
+            {
+                "run_id": run.run_id,
+                "state": state,
+                "path": str(run.path),
+                "workspace": run.workspace,
+                "created_at": run.created_at,
+                "cleaned": cleaned,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2, sort_keys=True))
+    elif not rows:
+        print("no runs yet")
+    else:
+        for r in rows:
+            mark = " (cleaned)" if r["cleaned"] else ""
+            print(printable(f"{r['run_id']}  {r['state']}{mark}\n    {r['path']}"))
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    from overnight import workspace as ws
+    from overnight.store.rundir import RunDir, is_locked
+
+    rd = RunDir(args.run_dir)
+    if is_locked(rd):
+        raise ConfigError("RUN", f"{rd.path} is running", "stop it (SIGTERM) before cleaning it")
+    result: dict[str, Any] = {}
+    if rd.result.exists():
+        result = json.loads(rd.result.read_text(encoding="utf-8"))
+    if (not result or result.get("resumable")) and not args.force:
+        state = "has no result yet" if not result else f"ended {result.get('stop_reason')}"
+        raise ConfigError(
+            "RUN",
+            f"{rd.path} {state} and could be resumed; cleaning removes its worktree",
+            "resume it first, or pass --force",
+        )
+    removed = [str(p) for p in (rd.worktree, rd.checkout) if ws.remove_worktree(p)]
+    branch = result.get("branch", {}).get("name") if result else None
+    print(f"removed: {', '.join(removed) or 'nothing (already clean)'}")
+    if branch:
+        print(f"kept:    branch {branch}, {rd.result}")
+    return 0
+
+
 COMMANDS = {
+    "list": cmd_list,
+    "clean": cmd_clean,
     "run": cmd_run,
     "resume": cmd_resume,
     "status": cmd_status,

@@ -39,7 +39,17 @@ def review_db(path: Path | None = None) -> SqliteEffectStore:
     return SqliteEffectStore(path)
 
 
-def run_dirs(root: Path) -> list[RunDir]:
+def run_dirs(root: Path | None) -> list[RunDir]:
+    """The runs under review: ``root`` (a run, or a folder of runs); None: every run of the
+    index plus those in ``$OVERNIGHT_HOME/runs``."""
+    if root is None:
+        from overnight.runs import default_runs_root
+        from overnight.store.index import indexed_runs
+
+        found = {r.path.absolute(): RunDir(r.path) for r in indexed_runs()}
+        for rd in run_dirs(default_runs_root()):
+            found.setdefault(rd.path.absolute(), rd)
+        return [rd for _, rd in sorted(found.items()) if rd.is_run()]
     if RunDir(root).is_run():
         return [RunDir(root)]
     if not root.is_dir():
@@ -101,7 +111,9 @@ def items_of(rd: RunDir) -> list[ReviewItem]:
     return items
 
 
-def queue(root: Path, db: SqliteEffectStore, *, include_resolved: bool = False) -> list[ReviewItem]:
+def queue(
+    root: Path | None, db: SqliteEffectStore, *, include_resolved: bool = False
+) -> list[ReviewItem]:
     resolved = db.resolutions()
     out: list[ReviewItem] = []
     for rd in run_dirs(root):
@@ -112,7 +124,7 @@ def queue(root: Path, db: SqliteEffectStore, *, include_resolved: bool = False) 
     return out
 
 
-def resolve(root: Path, db: SqliteEffectStore, item_id: str, note: str) -> ReviewItem:
+def resolve(root: Path | None, db: SqliteEffectStore, item_id: str, note: str) -> ReviewItem:
     for item in queue(root, db, include_resolved=True):
         if item.id == item_id:
             if not note.strip():

@@ -30,6 +30,7 @@ from overnight.sandbox.policy import SandboxPolicy, make_sandbox
 from overnight.spec import Spec, _with_import_path, check_sandbox, sealed_places
 from overnight.store.atomic import private_dir
 from overnight.store.checkpoint import load_checkpoint, save_checkpoint
+from overnight.store.index import register
 from overnight.store.journal import read_journal
 from overnight.store.rundir import (
     DISK_RESERVE_BYTES,
@@ -93,6 +94,7 @@ def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    register(run_id, path, manifest["workspace"], manifest["created_at"])
     return RunDir(path)
 
 

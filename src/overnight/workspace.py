@@ -332,6 +332,20 @@ def _reset_checkout(repo: Path, target: Path, sha: str) -> Path:
     return target
 
 
+def remove_worktree(target: Path) -> bool:
+    """Remove the worktree at ``target`` and forget it in its repository (its branch stays);
+    False when there was none."""
+    target = Path(target).absolute()
+    if not (target / ".git").is_file():
+        return False
+    common = Path(_git(target, "rev-parse", "--git-common-dir").strip())
+    if not common.is_absolute():
+        common = (target / common).resolve()
+    _remove_tree(target)
+    _git(common, "worktree", "prune")
+    return True
+
+
 def drop_checkout(repo: Path, target: Path) -> None:
     """Remove the verify checkout and its registration (best effort: the next run's
     ``worktree prune`` forgets it anyway)."""
@@ -364,6 +378,24 @@ def git_common_dir(repo: Path) -> Path:
     """The repository's git directory shared by all its worktrees (``.git`` of a checkout)."""
     out = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
     return Path(out).resolve()
+
+
+def uncommitted(repo: Path) -> list[str]:
+    """The paths of ``repo``'s checkout that differ from its HEAD (changed, staged or
+    untracked; not ignored): what a night, which starts from HEAD, will not see."""
+    out = _git_bytes(repo, "status", "--porcelain=v1", "-z", "--untracked-files=normal")
+    paths: list[str] = []
+    entries = out.split(b"\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        paths.append(os.fsdecode(entry[3:]))
+        if entry[:1] in (b"R", b"C"):
+            i += 1  # a rename's second field is its source
+    return paths
 
 
 def head(worktree: Path) -> str:

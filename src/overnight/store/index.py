@@ -1,0 +1,110 @@
+"""Every run this machine has started, wherever its directory is: ``$OVERNIGHT_HOME/runs.jsonl``.
+
+One framed JSON line per run, appended when the run directory is created. It lets a run id
+stand wherever a run directory is asked for, ``overnight list`` show them all, and
+``overnight review`` see runs made with ``--run-dir`` or by the demo. A line that cannot be
+read is skipped (the index is a convenience; each run directory stays its own record).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from overnight.core.errors import ConfigError
+from overnight.store.journal import Journal
+from overnight.store.rundir import RunDir, overnight_home
+
+
+@dataclass(frozen=True)
+class IndexedRun:
+    run_id: str
+    path: Path
+    workspace: str
+    created_at: str
+
+
+def index_path() -> Path:
+    return overnight_home() / "runs.jsonl"
+
+
+def register(run_id: str, path: Path, workspace: str, created_at: str) -> None:
+    """Add a run to the index (best effort: a run never fails for its index)."""
+    target = index_path()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        journal = Journal(target, durable=False)
+        try:
+            journal.append(
+                {
+                    "kind": "run",
+                    "run_id": run_id,
+                    "path": str(Path(path).absolute()),
+                    "workspace": workspace,
+                    "created_at": created_at,
+                }
+            )
+        finally:
+            journal.close()
+    except OSError:
+        pass
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return []
+    out: list[dict[str, Any]] = []
+    for line in raw.splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("kind") == "run":
+            out.append(record)
+    return out
+
+
+def indexed_runs() -> list[IndexedRun]:
+    """Every indexed run, oldest first, one entry per run id (the last line wins)."""
+    runs: dict[str, IndexedRun] = {}
+    for r in _records(index_path()):
+        try:
+            run = IndexedRun(
+                str(r["run_id"]), Path(str(r["path"])), str(r["workspace"]), str(r["created_at"])
+            )
+        except KeyError:
+            continue
+        runs.pop(run.run_id, None)
+        runs[run.run_id] = run
+    return list(runs.values())
+
+
+def resolve_run(given: str | Path) -> Path:
+    """A run directory from what a user typed: a run directory, or a run id (or the unique
+    start of one) from the index."""
+    path = Path(given)
+    if RunDir(path).is_run():
+        return path
+    text = str(given)
+    matches = [r for r in indexed_runs() if r.run_id == text]
+    if not matches and len(text) >= 4 and "/" not in text:
+        matches = [r for r in indexed_runs() if r.run_id.startswith(text)]
+    if len(matches) == 1:
+        found = matches[0].path
+        if RunDir(found).is_run():
+            return found
+        raise ConfigError(
+            "RUN", f"run {matches[0].run_id} was at {found}, which is gone", "see `overnight list`"
+        )
+    if len(matches) > 1:
+        ids = ", ".join(r.run_id for r in matches[:5])
+        raise ConfigError("RUN", f"{text!r} names several runs ({ids})", "give more of the id")
+    raise ConfigError(
+        "RUN",
+        f"{text} is neither an overnight run directory nor a known run id",
+        "pass a run directory, or an id from `overnight list`",
+    )

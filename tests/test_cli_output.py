@@ -1,0 +1,79 @@
+"""What `overnight run` prints at the end for a person at a terminal: why the run ended, what
+the goal check said, and a resume line that would not end the same way at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers.nights import cli_env, command_task, make_repo, spec_data, write_spec
+
+
+def run(tmp_path: Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
+    repo = tmp_path / "repo"
+    if not repo.exists():
+        make_repo(repo)
+    spec = write_spec(tmp_path / "night.toml", spec_data(repo, model=False, **kwargs))  # type: ignore[arg-type]
+    env = cli_env()
+    env["OVERNIGHT_HOME"] = str(tmp_path / "home")
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "overnight",
+            "run",
+            str(spec),
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--quiet",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_an_unmet_goal_says_why_and_what_the_goal_check_said(tmp_path: Path) -> None:
+    done = run(
+        tmp_path,
+        predicate="echo 'FAILED tests/test_calc.py::test_add - assert 0 == 4'; exit 1",
+        tasks=[command_task("c1", "true", "true")],
+    )
+    assert done.returncode == 3, done.stderr
+    assert "why:     the queue drained, goal unmet" in done.stdout
+    assert "said:" in done.stdout and "FAILED tests/test_calc.py::test_add" in done.stdout
+    assert "resume:" not in done.stdout  # not resumable: no hint
+
+
+def test_a_budget_stop_suggests_raising_that_budget(tmp_path: Path) -> None:
+    tasks = [command_task(f"c{i}", "true", "true") for i in range(3)]
+    done = run(tmp_path, tasks=tasks, budget={"steps": 2})
+    assert done.returncode == 2, done.stderr
+    assert "BUDGET_EXHAUSTED:steps" in done.stdout
+    assert (
+        f"resume:  overnight resume {tmp_path / 'run'} --steps 4   (the limit was 2)" in done.stdout
+    )
+
+
+def test_a_wall_clock_stop_suggests_more_hours(tmp_path: Path) -> None:
+    tasks = [command_task("slow", "sleep 30", "true")]
+    done = run(tmp_path, tasks=tasks, hours=0.0005)
+    assert "TIME_LIMIT:wall_clock" in done.stdout, done.stdout + done.stderr
+    assert "--hours 0.001   (the limit was 0.0005 h)" in done.stdout
+
+
+def test_uncommitted_work_in_the_workspace_is_pointed_out(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "README.md").write_text("edited, not committed\n")
+    (repo / "notes.txt").write_text("new\n")
+    done = run(tmp_path, tasks=[command_task("c1", "true", "true")], predicate="true")
+    assert done.returncode == 0, done.stderr
+    assert "has uncommitted changes (README.md, notes.txt)" in done.stderr
+    assert "starts from the committed HEAD" in done.stderr
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    again = run(clean, tasks=[command_task("c1", "true", "true")], predicate="true")
+    assert "uncommitted" not in again.stderr
