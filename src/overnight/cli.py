@@ -10,12 +10,15 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from overnight import __version__
 from overnight.core.errors import ConfigError, OvernightError
 from overnight.core.text import printable
+
+T = TypeVar("T")
 
 EXIT_USAGE = 64
 PANEL_REDRAW_S = 0.25
@@ -352,27 +355,37 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     check_spec(spec)
     _warn_uncommitted(spec)
+
+    rd, result = run_with_progress(
+        args.quiet,
+        lambda signals, listener, announce: start_run(
+            spec, args.run_dir, signals=signals, on_created=announce, listener=listener
+        ),
+    )
+    return _finish_output(rd.path, result, args.json)
+
+
+def run_with_progress(quiet: bool, start: Callable[[Any, Any, Callable[[Any], None]], T]) -> T:
+    """Drive a new night with progress on stderr (the live panel on a terminal, lines
+    otherwise) and SIGTERM/SIGINT draining it: ``start(signals, listener, on_created)``."""
     from overnight.harness import Signals
     from overnight.runs import drained_on_signals
 
     signals = Signals()
-    listener = _progress(args.quiet)
+    listener = _progress(quiet)
 
     def announce(rd: Any) -> None:
-        if not args.quiet:
+        if not quiet:
             print(f"run dir: {rd.path}", file=sys.stderr, flush=True)
         if isinstance(listener, _LivePanel):
             listener.set_run_dir(rd.path)
 
     try:
         with drained_on_signals(signals):
-            rd, result = start_run(
-                spec, args.run_dir, signals=signals, on_created=announce, listener=listener
-            )
+            return start(signals, listener, announce)
     finally:
         if isinstance(listener, _LivePanel):
             listener.close()
-    return _finish_output(rd.path, result, args.json)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

@@ -34,12 +34,19 @@ def prepare_example(target: Path, name: str = EXAMPLE) -> Path:
 
 
 def run_demo(where: Path | None, *, quiet: bool = False, example: str = EXAMPLE) -> int:
-    from overnight.cli import _finish_output, _progress
-    from overnight.harness import Signals
-    from overnight.runs import drained_on_signals, start_run
+    from overnight.cli import _finish_output, run_with_progress
+    from overnight.core.errors import ConfigError
+    from overnight.runs import start_run
     from overnight.spec import check_spec, load_spec
 
     base = where or Path(tempfile.mkdtemp(prefix="overnight-demo-"))
+    taken = [p.name for p in (base / "workspace", base / "run") if p.exists()]
+    if taken:
+        raise ConfigError(
+            "--dir",
+            f"{base} already holds a demo ({' and '.join(taken)})",
+            "pass a new or empty directory, or leave --dir out for a temporary one",
+        )
     base.mkdir(parents=True, exist_ok=True)
     workspace = prepare_example(base, example)
     print(
@@ -51,9 +58,12 @@ def run_demo(where: Path | None, *, quiet: bool = False, example: str = EXAMPLE)
     )
     spec = load_spec(workspace / "night.toml")
     check_spec(spec)
-    signals = Signals()
-    with drained_on_signals(signals):
-        rd, result = start_run(spec, base / "run", signals=signals, listener=_progress(quiet))
+    rd, result = run_with_progress(
+        quiet,
+        lambda signals, listener, announce: start_run(
+            spec, base / "run", signals=signals, on_created=announce, listener=listener
+        ),
+    )
     code = _finish_output(rd.path, result, as_json=False)
     print(
         f"\nThe verified work is on branch {result.branch.name} of {workspace}:\n"

@@ -80,3 +80,47 @@ def test_the_command_task_example_still_runs(tmp_path: Path) -> None:
     assert [v["id"] for v in result["verified"]] == ["m_0001", "m_0002", "m_0003", "m_0004"]
     changed = git(tmp_path / "workspace", "diff", "--name-only", "main", result["branch"]["name"])
     assert changed.splitlines() == [f"schema/000{n}.sql" for n in range(1, 5)]
+
+
+def test_a_second_demo_in_the_same_directory_is_refused_plainly(tmp_path: Path) -> None:
+    assert demo(tmp_path).returncode == 0
+    again = demo(tmp_path)
+    assert again.returncode == 64, again.stderr
+    assert "already holds a demo" in again.stderr and "Traceback" not in again.stderr
+    assert result_of(tmp_path)["stop_reason"] == "GOAL_MET"  # the first demo is untouched
+
+
+def test_on_a_terminal_the_demo_shows_the_live_panel(tmp_path: Path) -> None:
+    import os
+    import pty
+    import select
+
+    main_fd, child_fd = pty.openpty()
+    env = cli_env()
+    env.update(TERM="xterm-256color", COLUMNS="100", LINES="40")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "overnight", "demo", "--dir", str(tmp_path)],
+        stdin=child_fd,
+        stdout=child_fd,
+        stderr=child_fd,
+        env=env,
+        close_fds=True,
+    )
+    os.close(child_fd)
+    chunks: list[bytes] = []
+    while True:
+        ready, _, _ = select.select([main_fd], [], [], 60)
+        if not ready:
+            break
+        try:
+            data = os.read(main_fd, 65536)
+        except OSError:  # the terminal closed with the process
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main_fd)
+    assert proc.wait(timeout=60) == 0
+    screen = b"".join(chunks).decode("utf-8", "replace")
+    assert "╭" in screen and "overnight" in screen  # the panel's frame and title
+    assert "spent" in screen or "$" in screen

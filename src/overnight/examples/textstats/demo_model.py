@@ -55,7 +55,7 @@ STEPS = {
             "words() now strips surrounding punctuation and lower-cases each word; "
             "tests/test_words.py passes.\n"
             "LESSON: tests run with `python3 -m unittest discover -s tests -q` "
-            "(pytest is not installed in this repository).",
+            "(the project's tests are written for unittest).",
         ),
     ],
     "fix_ties": [
