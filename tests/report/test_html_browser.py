@@ -1,5 +1,6 @@
 """The HTML report in a real browser: headless Chromium loads it, builds the plots and logs
-nothing to the console; screenshots are kept under test-artifacts/ for a person to look at.
+nothing to the console; screenshots are kept in $OVERNIGHT_SCREENSHOTS when it is set (for a
+person to look at), else under the test's temporary directory.
 
 Skipped when Chromium is not installed, except under ``CI=true``, where that is a failure
 (.ci/run installs it). Every Chromium is bounded by a timeout and its whole process group is
@@ -23,7 +24,9 @@ import pytest
 from overnight.cli import main
 from tests.report.runs import EVIL_TITLE
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+#: Screenshots go here when OVERNIGHT_SCREENSHOTS names a folder (for a person to look at);
+#: otherwise under the test's temporary directory, never into the repository.
+SCREENSHOTS = os.environ.get("OVERNIGHT_SCREENSHOTS")
 TIMEOUT_S = 60.0
 FLAGS = (
     "--headless",
@@ -143,8 +146,9 @@ def test_screenshot_is_kept_as_an_artifact(
 ) -> None:
     report = write_report(request.getfixturevalue(night), tmp_path / "report.html")
     capsys.readouterr()
-    ARTIFACTS.mkdir(exist_ok=True)
-    shot = ARTIFACTS / name
+    folder = Path(SCREENSHOTS) if SCREENSHOTS else tmp_path / "screenshots"
+    folder.mkdir(parents=True, exist_ok=True)
+    shot = folder / name
     shot.unlink(missing_ok=True)
     seen = browse(
         chromium,
