@@ -98,3 +98,20 @@ def test_a_terminal_gets_the_panel_a_pipe_gets_lines(repo: Path, tmp_path: Path)
     assert proc.returncode == 0
     assert "overnight" in text and "spend" in text and "tasks" in text  # the panel
     assert "GOAL_MET" in text
+
+
+def test_no_drift_score_is_shown_before_a_drift_check_ran(repo: Path, tmp_path: Path) -> None:
+    spec = make_spec(repo, tasks=[command_task("t_1", "true", "true")], predicate="false")
+    rd, _ = run_night(spec, tmp_path / "run", model=ScriptedModel())
+    status = read_status(rd.path)
+    assert status["drift_checks"] == 0
+    text = text_of(render_panel(status))
+    assert "no check yet" in text and "0.00" not in text.split("drift", 1)[1].splitlines()[0]
+    checked = make_spec(
+        repo,
+        tasks=[command_task(f"t_{i}", "true", "true") for i in range(2)],
+        predicate="false",
+        run={"drift_every": 1},
+    )
+    rd2, _ = run_night(checked, tmp_path / "run2", model=ScriptedModel())
+    assert "0.00" in text_of(render_panel(read_status(rd2.path)))

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from overnight.core.text import printable
+from overnight.status import drift_text
 
 BANDS = ((0.70, "notice"), (0.90, "no new task"), (0.92, "enforced"))
 BAR = 50
@@ -75,7 +76,7 @@ def render_panel(status: dict[str, Any], event: str | None = None) -> Renderable
             f"{len(tasks['remaining'])} remaining, {len(tasks['pruned'])} pruned",
         )
         table.add_row("in flight", str(tasks.get("in_progress") or "-"))
-        table.add_row("drift", f"{float(status.get('drift_score', 0.0)):.2f}")
+        table.add_row("drift", drift_text(status))
         limit = float(status.get("hours", 0)) * 3600
         table.add_row("elapsed", f"{float(status.get('seconds_used', 0)):.0f}s of {limit:.0f}s")
     if event:

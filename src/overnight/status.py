@@ -58,8 +58,16 @@ def read_status(path: Path) -> dict[str, Any]:
             seconds += max(0.0, time.time() - rd.checkpoint.stat().st_mtime)
         out["seconds_used"] = round(seconds, 1)
         out["drift_score"] = body["drift_score"]
+        out["drift_checks"] = len(body.get("drift_history") or [])
         out["goal_met"] = body["goal_met"]
     return out
+
+
+def drift_text(s: dict[str, Any]) -> str:
+    """The drift score, or that no drift check has run yet (a 0.00 would claim one did)."""
+    if not s.get("drift_checks"):
+        return "no check yet"
+    return f"{float(s.get('drift_score', 0.0)):.2f}"
 
 
 def render_status(s: dict[str, Any]) -> str:
@@ -80,7 +88,7 @@ def render_status(s: dict[str, Any]) -> str:
         )
         if t["in_progress"]:
             lines.append(f"in flight: {t['in_progress']}")
-        lines.append(f"drift: {s['drift_score']:.2f}   goal met: {s['goal_met']}")
+        lines.append(f"drift: {drift_text(s)}   goal met: {s['goal_met']}")
         lines.append(f"elapsed: {s['seconds_used']:.0f}s of {s['hours'] * 3600:.0f}s")
     if "checkpoint_error" in s:
         lines.append(f"checkpoint: {s['checkpoint_error']}")

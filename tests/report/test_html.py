@@ -348,3 +348,26 @@ def test_a_night_without_model_calls(repo: Path, tmp_path: Path) -> None:
     assert Elements(text).with_class("polyline", "spend-curve") == []
     assert "rendered from state" in text
     assert "Spend curve: no model call was made." in markdown(rd.path)
+
+
+def test_a_night_without_model_calls_draws_no_empty_chart(repo: Path, tmp_path: Path) -> None:
+    from tests.helpers.nights import command_task
+
+    spec = make_spec(
+        repo, tasks=[command_task("c1", "true", "true")], predicate="false", model=False
+    )
+    _rd, r = run_night(spec, tmp_path / "run")
+    page = render_html(r)
+    spend = page.split('id="spend"', 1)[1].split("</section>", 1)[0]
+    assert "no model call was made" in spend and "<svg" not in spend
+
+
+def test_lessons_show_code_spans_and_via_is_explained(full_run: Path) -> None:
+    from overnight.report.facts import ReportExtras
+
+    result = load(full_run)
+    extras = ReportExtras(lessons=["tests run with `python3 -m unittest` here", "a ` lone mark"])
+    page = render_html(result, extras)
+    assert "<code>python3 -m unittest</code>" in page and "`python3" not in page
+    assert "a ` lone mark" in page
+    assert "via <code>resume</code>" in page

@@ -328,6 +328,9 @@ def _spend(r: TerminalResult, fractions: BudgetFractions) -> str:
         + "</div></div>"
     )
     curve, limit = r.spend.curve, r.budgets.cost_usd.limit
+    if r.spend.model_calls == 0 and not curve:
+        note = '<p class="muted">Nothing to plot: no model call was made in this night.</p>'
+        return f'<section id="spend"><h2>Spend over time</h2>{note}{facts}</section>'
     charts = _spend_chart(curve, lines, limit)
     peak = max((p.cost_usd for p in curve), default=0.0)
     if limit and 0 < peak < ZOOM_BELOW * limit:
@@ -587,6 +590,13 @@ def _tasks(r: TerminalResult) -> str:
         '<section id="tasks"><h2>Tasks</h2>'
         f"<h3>Verified ({len(r.verified)})</h3>"
         + _table(("id", "title", "commit", "attempts", "via"), verified, "No task was verified.")
+        + (
+            '<p class="legend">via <code>lap</code>: verified right after it ran; via '
+            "<code>resume</code>: found in flight by a resumed run and verified there, without "
+            "running it again.</p>"
+            if r.verified
+            else ""
+        )
         + f"<h3>Parked ({len(plan.parked)})</h3>"
         + _table(("id", "title", "reason", "patch"), parked, "None.")
         + f"<h3>Pruned for drift ({len(plan.pruned)})</h3>"
@@ -623,9 +633,18 @@ def _effects(r: TerminalResult) -> str:
     )
 
 
+def _inline_code(text: str) -> str:
+    """``text`` escaped, with its `backquoted` spans set as code (lessons are written that
+    way)."""
+    parts = e(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backquote: leave the text as it is
+        return e(text)
+    return "".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts))
+
+
 def _lessons(lessons: list[str]) -> str:
     body = (
-        "<ol>" + "".join(f"<li>{e(item)}</li>" for item in lessons) + "</ol>"
+        "<ol>" + "".join(f"<li>{_inline_code(item)}</li>" for item in lessons) + "</ol>"
         if lessons
         else '<p class="muted">No lessons were recorded.</p>'
     )
