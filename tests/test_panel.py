@@ -115,3 +115,16 @@ def test_no_drift_score_is_shown_before_a_drift_check_ran(repo: Path, tmp_path: 
     )
     rd2, _ = run_night(checked, tmp_path / "run2", model=ScriptedModel())
     assert "0.00" in text_of(render_panel(read_status(rd2.path)))
+
+
+def test_the_panel_shows_this_runs_bands_and_where_the_clock_cuts_commands(
+    repo: Path, tmp_path: Path
+) -> None:
+    bands = {"notice_at": 0.5, "finish_at": 0.8, "enforce_at": 0.9}
+    spec = make_spec(
+        repo, tasks=[command_task("t_1", "true", "true")], predicate="false", budget=bands
+    )
+    rd, _ = run_night(spec, tmp_path / "run", model=ScriptedModel())
+    text = text_of(render_panel(read_status(rd.path)))
+    assert "50% notice | 80% no new task | 90% enforced" in text
+    assert "of 3600s (commands are cut at 3240s, the 90% line)" in text

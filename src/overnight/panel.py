@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from overnight.core.text import printable
-from overnight.status import drift_text
+from overnight.status import bands_text, drift_text, elapsed_text
 
 BANDS = ((0.70, "notice"), (0.90, "no new task"), (0.92, "enforced"))
 BAR = 50
@@ -67,7 +67,7 @@ def render_panel(status: dict[str, Any], event: str | None = None) -> Renderable
     table.add_row("run", f"{status.get('run_id')}  {state}")
     if status.get("spent_usd") is not None:
         table.add_row("spend", spend_bar(float(status["spent_usd"]), float(status["cap_usd"])))
-        table.add_row("", Text("bands: 70% notice | 90% no new task | 92% enforced", style="dim"))
+        table.add_row("", Text(bands_text(status), style="dim"))
     tasks = status.get("tasks")
     if tasks:
         table.add_row(
@@ -77,8 +77,7 @@ def render_panel(status: dict[str, Any], event: str | None = None) -> Renderable
         )
         table.add_row("in flight", str(tasks.get("in_progress") or "-"))
         table.add_row("drift", drift_text(status))
-        limit = float(status.get("hours", 0)) * 3600
-        table.add_row("elapsed", f"{float(status.get('seconds_used', 0)):.0f}s of {limit:.0f}s")
+        table.add_row("elapsed", elapsed_text(status))
     if event:
         table.add_row("last", Text(printable(event)))
     return Panel(Group(table), title="overnight", border_style="cyan")

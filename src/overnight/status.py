@@ -40,6 +40,8 @@ def read_status(path: Path) -> dict[str, Any]:
         out["spend_error"] = str(exc)
     out["cap_usd"] = spec["budget"]["usd"]
     out["hours"] = spec["budget"]["hours"]
+    for band, default in (("notice_at", 0.70), ("finish_at", 0.90), ("enforce_at", 0.92)):
+        out[band] = float(spec["budget"].get(band, default))
     try:
         body = load_checkpoint(rd.checkpoint)
     except OvernightError as exc:
@@ -61,6 +63,26 @@ def read_status(path: Path) -> dict[str, Any]:
         out["drift_checks"] = len(body.get("drift_history") or [])
         out["goal_met"] = body["goal_met"]
     return out
+
+
+def elapsed_text(s: dict[str, Any]) -> str:
+    """Seconds used of the wall clock, and where the enforcement line cuts commands: the
+    money bands' enforce_at applies to the hours too."""
+    limit = float(s.get("hours", 0)) * 3600
+    enforce = float(s.get("enforce_at", 0.92))
+    return (
+        f"{float(s.get('seconds_used', 0)):.0f}s of {limit:.0f}s "
+        f"(commands are cut at {enforce * limit:.0f}s, the {enforce:.0%} line)"
+    )
+
+
+def bands_text(s: dict[str, Any]) -> str:
+    """The money bands of this run's spec."""
+    return (
+        f"bands: {float(s.get('notice_at', 0.70)):.0%} notice | "
+        f"{float(s.get('finish_at', 0.90)):.0%} no new task | "
+        f"{float(s.get('enforce_at', 0.92)):.0%} enforced"
+    )
 
 
 def drift_text(s: dict[str, Any]) -> str:
@@ -89,7 +111,7 @@ def render_status(s: dict[str, Any]) -> str:
         if t["in_progress"]:
             lines.append(f"in flight: {t['in_progress']}")
         lines.append(f"drift: {drift_text(s)}   goal met: {s['goal_met']}")
-        lines.append(f"elapsed: {s['seconds_used']:.0f}s of {s['hours'] * 3600:.0f}s")
+        lines.append(f"elapsed: {elapsed_text(s)}")
     if "checkpoint_error" in s:
         lines.append(f"checkpoint: {s['checkpoint_error']}")
     return "\n".join(lines)
