@@ -218,3 +218,25 @@ def test_a_missing_api_key_is_found_before_anything_is_written(
     assert code == 64, err
     assert variable in err and "model.provider" in err
     assert not run_dir.exists() and not runs_root().exists()
+
+
+def test_a_night_without_a_model_needs_no_money_cap(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = spec_data(repo, tasks=[command_task("t_1", "touch t1", "test -f t1")], model=False)
+    data["predicate"]["command"] = "test -f t1"
+    del data["budget"]  # no [budget] at all: hours default, no money
+    spec_path = write_spec(tmp_path / "night.toml", data)
+    run_dir = tmp_path / "run"
+    code, err = run_cli(["run", str(spec_path), "--run-dir", str(run_dir), "--quiet"], capsys)
+    assert code == 0, err
+    report = main(["report", str(run_dir)])
+    md = capsys.readouterr().out
+    assert report == 0
+    assert "| money | $0.00 | none (no model) | - | - | - |" in md  # no "limit $0.00"
+    # With a model, the cap is required.
+    with_model = spec_data(repo, tasks=[TASK])
+    del with_model["budget"]
+    spec_path = write_spec(tmp_path / "model.toml", with_model)
+    code, err = run_cli(["run", str(spec_path), "--run-dir", str(tmp_path / "run2")], capsys)
+    assert code == 64 and "budget.usd" in err and "needs a money cap" in err

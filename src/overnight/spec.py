@@ -39,8 +39,9 @@ class _Strict(BaseModel):
 
 
 class BudgetSpec(_Strict):
-    usd: float = Field(ge=0, le=MAX_USD)
-    """Hard cap in dollars. Never crossed: every model call's worst case is reserved first."""
+    usd: float = Field(default=0.0, ge=0, le=MAX_USD)
+    """Hard cap in dollars. Never crossed: every model call's worst case is reserved first.
+    Required (above 0) when the night has a model; a night of command tasks needs none."""
     hours: float = Field(default=8.0, gt=0, le=MAX_HOURS)
     """Wall-clock limit in hours, waits and tools included. Time while no process runs
     (between a crash and its resume) does not count."""
@@ -201,7 +202,7 @@ class Spec(_Strict):
     """The goal in plain words. Held by the harness; no tool can reach it."""
     workspace: str = "."
     """A git repository (relative to the spec file). The run works on its own branch."""
-    budget: BudgetSpec
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
     predicate: PredicateSpec
     model: ModelSpec | None = None
     executor: ExecutorSpec | None = None
@@ -408,7 +409,11 @@ def check_spec(spec: Spec) -> None:
         except ConfigError as exc:
             raise ConfigError("agent.mechanical_model", exc.problem, exc.fix) from None
     if spec.budget.usd == 0 and spec.model is not None:
-        raise ConfigError("budget.usd", "a run with a model needs money", FIXES["budget.usd"])
+        raise ConfigError(
+            "budget.usd",
+            "a night with a [model] needs a money cap ([budget] usd, above 0)",
+            FIXES["budget.usd"],
+        )
     if spec.model is not None:
         _check_model(spec.model)
         spec.price_table().price(spec.model.name)

@@ -246,7 +246,12 @@ def _gauge(name: str, label: str, b: BudgetBlock, fractions: BudgetFractions) ->
     used = fmt_amount(name, b.used)
     head = f'<div class="gauge-head"><span class="gname">{e(label)}</span>'
     if b.limit is None or b.limit <= 0:
-        unset = "no limit set" if b.limit is None else f"limit {fmt_amount(name, b.limit)}"
+        if b.limit is None:
+            unset = "no limit set"
+        elif name == "cost_usd":
+            unset = "no money limit (no model in this night)"
+        else:
+            unset = f"limit {fmt_amount(name, b.limit)}"
         return (
             f'<div class="gauge" data-budget="{e(name)}">{head}'
             f"<span>{e(used)} used; {e(unset)}</span></div></div>"

@@ -25,6 +25,8 @@ def _budget_row(name: str, b: BudgetBlock, unit: str) -> str:
             return "-"
         return f"${v:,.2f}" if unit == "$" else f"{v:,.0f}{unit}"
 
+    if unit == "$" and not b.limit:
+        return f"| {name} | {fmt(b.used)} | none (no model) | - | - | - |"
     share = f"{100 * b.used / b.limit:.0f}%" if b.limit else "-"
     refused = f" (a call that would reach {fmt(b.refused_at)} was refused)" if b.refused_at else ""
     return (
