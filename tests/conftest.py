@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.helpers.nights import git, make_repo
+
+# The nights these tests run call `python3` (predicates, verifies, the agent's commands):
+# let it be the interpreter running the tests, with pytest in it (a virtual environment's),
+# not whichever Python comes first on PATH.
+_HERE = str(Path(sys.executable).parent)
+if os.environ.get("PATH", "").split(os.pathsep)[0] != _HERE:
+    os.environ["PATH"] = os.pathsep.join([_HERE, os.environ.get("PATH", os.defpath)])
 
 
 @pytest.fixture(autouse=True)
