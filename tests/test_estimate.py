@@ -25,8 +25,11 @@ from overnight.estimate import (
     estimate,
     hard_cap,
     levers,
+    low_effort_cut,
+    output_per_task,
     recommend,
     task_input_tokens,
+    tiered_tasks,
     total_usd,
     workload_flags,
 )
@@ -146,8 +149,19 @@ def test_tiering_and_low_effort_levers() -> None:
 
 def test_a_cut_larger_than_the_tiered_output_is_refused() -> None:
     with pytest.raises(ConfigError) as info:
-        seed(tasks=10)  # 6 tiered tasks x 4.2k = 25.2k < the 40k cut
+        # given by the user: 6 tiered tasks x 4.2k = 25.2k < the 40k cut
+        seed(tasks=10, low_effort_output_cut_tokens=40_000)
     assert info.value.field == "estimate.low_effort_output_cut_tokens"
+
+
+def test_the_cut_not_given_follows_the_tiered_output() -> None:
+    # the reference's 40k of its 24 tiered tasks' 100.8k, for any number of tasks
+    assert low_effort_cut(SEED_EXAMPLE) == 40_000
+    assert low_effort_cut(seed(tasks=10)) == 10_000  # 6 tiered x 4.2k x 40/100.8
+    assert round(lever(seed(tasks=10), "low_effort").saving_usd, 2) == 0.25
+    for tasks in range(1, 41):
+        w = seed(tasks=tasks)
+        assert 0 < low_effort_cut(w) <= tiered_tasks(w) * output_per_task(w), tasks
 
 
 # --- the recommendation ---------------------------------------------------------------------------
@@ -266,17 +280,29 @@ def test_cli_json_is_the_function_result(capsys: pytest.CaptureFixture[str]) -> 
     assert printed["recommendation"]["hard_cap_usd"] == 28
 
 
+#: Where the night a spec describes differs from the reference night: the reference prices a
+#: model call to verify each task, 12 replans, 6 compactions of 50k, a drift check after the
+#: last task, and no plan or summary.
+REFERENCE_COUNTS = (
+    "verify_calls_per_task = 1\nreplans = 12\ncompactions = 6\n"
+    "compaction_input_tokens = 50_000\nplans = 0\nsummaries = 0\ndrift_after_last_task = true\n"
+)
+
+
 def test_cli_reads_the_spec_and_its_prices(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # no [estimate] table: the default workload, priced from [prices], cache floor from [agent]
-    code, out, _ = run([str(write_spec(tmp_path)), "--json"], capsys)
+    # the reference night's counts in [estimate]: priced from [prices], cache floor from [agent]
+    code, out, _ = run(
+        [str(write_spec(tmp_path, "[estimate]\n" + REFERENCE_COUNTS)), "--json"], capsys
+    )
     assert code == 0
     from_spec = json.loads(out)
     assert round(from_spec["total_usd"], 2) == 22.01
     assert [round(lv["total_usd"], 2) for lv in from_spec["levers"]] == [13.92, 13.27, 17.62, 21.01]
     # the table and then the flags override, field by field
-    path = write_spec(tmp_path, "[estimate]\ntasks = 20\nreplans = 0\n")
+    counts = REFERENCE_COUNTS.replace("replans = 12", "replans = 0")
+    path = write_spec(tmp_path, "[estimate]\ntasks = 20\n" + counts)
     code, out, _ = run(
         [str(path), "--calls-per-task", "4", "--main-price-output", "30", "--json"], capsys
     )

@@ -146,7 +146,8 @@ def _parser() -> argparse.ArgumentParser:
         "spec",
         nargs="?",
         type=Path,
-        help="a night.toml: its [estimate] table, [model], [prices] and agent settings",
+        help="a night.toml: its [[tasks]], [estimate] table, [model], [prices], agent and run "
+        "settings, and the budget.usd the estimate is checked against",
     )
     est.add_argument(
         "--seed-example",
@@ -512,6 +513,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         estimate,
         render_text,
         resolve_workload,
+        spec_defaults,
         workload_flags,
     )
     from overnight.models.prices import price_for
@@ -531,12 +533,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         spec = load_spec(args.spec)
         if spec.estimate is not None:
             table = spec.estimate.model_dump(exclude_unset=True)
-        defaults = {
-            "drift_every": spec.run.drift_every,
-            "min_cacheable_tokens": spec.agent.min_cacheable_tokens,
-            "main_model": spec.model.name if spec.model is not None else None,
-            "cheap_model": spec.agent.mechanical_model,
-        }
+        defaults = spec_defaults(spec)
         provider = spec.model.provider if spec.model is not None else "python"
         known = {name: p.price() for name, p in spec.prices.items()}
     workload = resolve_workload(
