@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from overnight.alerts import AlertsSpec, send_alert
 from overnight.testing import ScriptedModel
 from tests.helpers.nights import command_task, make_spec, run_night
 
@@ -151,3 +153,49 @@ def test_a_route_to_an_unconfigured_action_is_recorded(repo: Path, tmp_path: Pat
     _, r = run_night(spec, tmp_path / "run", model=ScriptedModel())
     [record] = r.alerts
     assert record["ok"] is False and "no [alerts.alert]" in record["detail"]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
+def test_an_alert_command_runs_in_a_process_group_of_its_own(tmp_path: Path) -> None:
+    """An alert that leaves a background job behind: the job holds the command's output open,
+    which used to keep the alert waiting until its timeout (and the job running after it). Like
+    every other command, the alert's whole group is ended once it exits."""
+    pid_file, late = tmp_path / "job.pid", tmp_path / "late"
+    command = f"(sleep 20; touch '{late}') & echo $! > '{pid_file}'; cat > /dev/null; echo sent"
+    spec = AlertsSpec.model_validate({"alert": {"command": command, "timeout_s": 10}})
+    result = {"ending": "QUEUE_EMPTY_GOAL_UNMET", "status": "FAILURE", "run_id": "r"}
+
+    start = time.monotonic()
+    record = send_alert(spec, result)
+    took = time.monotonic() - start
+
+    assert record is not None and record["ok"] is True and record["detail"] == "sent"
+    assert took < 8, f"the alert waited {took:.1f} s on a job it left behind"
+    job = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(job) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(job), "the alert's background job outlived it"
+
+
+def test_an_alert_command_past_its_timeout_is_ended(tmp_path: Path) -> None:
+    spec = AlertsSpec.model_validate({"alert": {"command": "sleep 30", "timeout_s": 0.5}})
+    result = {"ending": "QUEUE_EMPTY_GOAL_UNMET", "status": "FAILURE", "run_id": "r"}
+
+    start = time.monotonic()
+    record = send_alert(spec, result)
+
+    assert time.monotonic() - start < 8
+    assert record == {
+        "action": "alert",
+        "via": "command",
+        "ok": False,
+        "detail": "timed out after 0.5s",
+    }

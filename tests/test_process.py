@@ -67,6 +67,14 @@ def test_command_runs_in_cwd_with_no_stdin(tmp_path: Path) -> None:
     assert result.output == f"{tmp_path.resolve()}\ndone\n"
 
 
+def test_stdin_is_read_from_a_file_however_large(tmp_path: Path) -> None:
+    """Input larger than a pipe's buffer: the command reads it all while the harness, which
+    never feeds a pipe, just waits."""
+    body = b"line\n" * 100_000  # 500 kB, far over a 64 kB pipe
+    r = run_command("wc -l", cwd=tmp_path, timeout_s=10, stdin=body)
+    assert r.exit_code == 0 and r.output.strip() == "100000"
+
+
 def test_signal_death_reports_shell_style_code(tmp_path: Path) -> None:
     result = run_command("kill -9 $$", cwd=tmp_path, timeout_s=10)
     assert result.exit_code == 128 + 9

@@ -180,6 +180,33 @@ def test_not_done_on_resume_goes_first_and_runs_once_more(
     assert started.count("t_block") == 1
 
 
+def test_a_resumed_task_goes_on_from_its_attempt_and_keeps_every_log(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    """The killed process ran attempt 1; the resume verifies attempt 1 (not done) and runs
+    attempt 2. Attempt 1's logs stay as the killed process and the resume left them."""
+    w = make_world(tmp_path)
+    pgid = kill_while_blocked(w, env)
+    first_log = w.run / "artifacts" / "t_block.1.log"
+    assert first_log.exists()
+    first_log.write_text("what attempt 1 said\n")  # kill -9 cut its output short: mark it
+
+    resume(w, env, pgid)
+
+    after = events_after_resume(w.run)
+    started = [r for r in after if r.get("kind") == "task" and r.get("event") == "started"]
+    assert [(r["task"], r["attempt"]) for r in started[:1]] == [("t_block", 2)]
+    assert first_log.read_text() == "what attempt 1 said\n", "attempt 1's log was overwritten"
+    names = sorted(p.name for p in (w.run / "artifacts").glob("t_block.*"))
+    assert names == [
+        "t_block.1.log",
+        "t_block.1.verify.log",
+        "t_block.2.log",
+        "t_block.2.verify.log",
+    ]
+    assert checkpoint_body(w.run)["attempts"]["t_block"] == 2
+
+
 def test_partially_applied_on_resume_is_parked_and_the_rest_runs(
     tmp_path: Path, env: dict[str, str]
 ) -> None:

@@ -4,21 +4,27 @@ The endings table says how urgent each ending is (``none``, ``alert``, ``page``)
 ``[alerts]`` says what ``alert`` and ``page`` do: run a command with result.json on its
 standard input, or POST result.json to a webhook. A failing alert is recorded in the result;
 it never changes the ending or the exit code.
+
+An alert command runs like every other command of the night: in a process group of its own,
+with secrets scrubbed from its environment and its output in a file, so that neither a
+background job it leaves behind nor its timeout can keep the night from ending.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import urllib.error
 import urllib.request
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from overnight.core.endings import ALERT, Ending
-from overnight.process import scrubbed_env
+from overnight.core.errors import OvernightError
+from overnight.process import run_command
 
 Action = Literal["none", "alert", "page"]
 
@@ -86,17 +92,19 @@ def send_alert(spec: AlertsSpec, result: dict[str, Any]) -> dict[str, Any] | Non
     body = json.dumps(result, sort_keys=True).encode("utf-8")
     try:
         if how.command is not None:
-            proc = subprocess.run(
-                ["/bin/sh", "-c", how.command],
-                input=body,
-                capture_output=True,
-                timeout=how.timeout_s,
-                env=scrubbed_env(),
-                check=False,
+            ran = run_command(
+                how.command, cwd=_alert_cwd(), timeout_s=how.timeout_s, stdin=body, max_output=300
             )
-            ok = proc.returncode == 0
-            tail = proc.stderr.decode("utf-8", "replace")[-300:].strip()
-            detail = "sent" if ok else f"command exited {proc.returncode}: {tail}"
+            if ran.timed_out:
+                return {
+                    "action": action,
+                    "via": "command",
+                    "ok": False,
+                    "detail": f"timed out after {how.timeout_s}s",
+                }
+            ok = ran.exit_code == 0
+            tail = ran.output.strip()
+            detail = "sent" if ok else f"command exited {ran.exit_code}: {tail}"
             return {"action": action, "via": "command", "ok": ok, "detail": detail}
         assert how.webhook is not None
         request = urllib.request.Request(
@@ -111,7 +119,14 @@ def send_alert(spec: AlertsSpec, result: dict[str, Any]) -> dict[str, Any] | Non
             "ok": 200 <= status < 300,
             "detail": f"HTTP {status}",
         }
-    except subprocess.TimeoutExpired:
-        return {"action": action, "ok": False, "detail": f"timed out after {how.timeout_s}s"}
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except (urllib.error.URLError, OSError, ValueError, OvernightError) as exc:
         return {"action": action, "ok": False, "detail": f"could not send: {exc}"}
+
+
+def _alert_cwd() -> Path:
+    """Where an alert command runs: the current directory, or ``/`` if it is gone."""
+    try:
+        here = Path(os.getcwd())
+    except OSError:
+        return Path("/")
+    return here if here.is_dir() else Path("/")

@@ -22,16 +22,16 @@ from overnight.core.endings import Stop, StopFacts, classify_exception, should_s
 from overnight.core.errors import Interrupted
 from overnight.core.goal import Goal
 from overnight.core.protect import ChangedPath, Protection, build_protection
-from overnight.core.resume import VerifyOutcome, outcome_of_exit
-from overnight.core.state import PredicateRecord, RunState
-from overnight.core.tasks import InFlight, Task, pop_highest
+from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit
+from overnight.core.state import PredicateRecord, RunState, cannot_run_reason_text
+from overnight.core.tasks import CommandRun, InFlight, Task, pop_highest
 from overnight.effects.ledger import render_done
 from overnight.effects.store import EffectRow, SqliteEffectStore
 from overnight.executor import ExecContext, TaskExecutor, load_executor
 from overnight.harness_calls import HarnessCalls
 from overnight.models.gateway import ModelGateway, spend_totals
 from overnight.models.providers import build_client, sleep_for_clock
-from overnight.models.seam import ModelClient
+from overnight.models.seam import ModelClient, import_roots
 from overnight.process import (
     CommandResult,
     Confinement,
@@ -51,6 +51,32 @@ from overnight.tools.toolbox import Toolbox
 from overnight.trace import Trace
 
 OUTPUT_TAIL = 2000
+
+
+class NoTimeLeft(Exception):
+    """A verify or a predicate that would start, or was cut, at the night's time limit. Its
+    task stays IN_PROGRESS: the stop check ends the night ``TIME_LIMIT:wall_clock`` and a
+    resume with more time verifies the task (never executes it again)."""
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A command the harness ran, and the timeout it ran under."""
+
+    result: CommandResult
+    timeout_s: float
+    cut_at_time_limit: bool
+    """It timed out with no time left: the night's clock cut it, not its own timeout."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a task's verify said."""
+
+    outcome: VerifyOutcome
+    detail: str
+    cannot_run: str = ""
+    """Why the check could not run (``exit 127: command not found``), for ``CANNOT_RUN``."""
 
 
 @dataclass
@@ -113,20 +139,23 @@ class Night(HarnessCalls):
         self.spend_journal = Journal(run_dir.spend, durable=True)
         self.trace = Trace(run_dir.trace, self.seconds_used, clock.now_iso)
         self.gateway: ModelGateway | None = None
+        # User targets (module:attr) resolve from the spec's directory and the workspace;
+        # the process's import path is left as it was.
         if (
             model is None
             and spec.model is not None
             and (spec.model.provider != "python" or spec.model.target is not None)
         ):
-            model = build_client(
-                spec.model,
-                sleep=sleep_for_clock(clock),
-                monotonic=clock.monotonic,
-                on_retry=lambda err, wait: self.trace.event(
-                    "model_retry", error=str(err), status=err.status, wait_s=round(wait, 3)
-                ),
-                time_left=lambda: self.seconds_left(),
-            )
+            with import_roots(spec.base_dir, spec.workspace_path()):
+                model = build_client(
+                    spec.model,
+                    sleep=sleep_for_clock(clock),
+                    monotonic=clock.monotonic,
+                    on_retry=lambda err, wait: self.trace.event(
+                        "model_retry", error=str(err), status=err.status, wait_s=round(wait, 3)
+                    ),
+                    time_left=lambda: self.seconds_left(),
+                )
         if model is not None and spec.model is not None:
             self.gateway = ModelGateway(
                 model,
@@ -136,10 +165,11 @@ class Night(HarnessCalls):
                 self.seconds_used,
                 self.fractions,
             )
-        if executor is None and spec.executor is not None:
-            executor = load_executor(spec.executor.target)
-        if executor is None and self.gateway is not None:
-            executor = AgentExecutor(spec.agent, Toolbox.from_spec(spec.tools))
+        with import_roots(spec.base_dir, spec.workspace_path()):
+            if executor is None and spec.executor is not None:
+                executor = load_executor(spec.executor.target)
+            if executor is None and self.gateway is not None:
+                executor = AgentExecutor(spec.agent, Toolbox.from_spec(spec.tools))
         self.executor: TaskExecutor | None = executor
         self.effects = SqliteEffectStore(spec.effects_path(run_dir.path))
         self.sandbox = sandbox or SandboxPolicy(spec.sandbox.mode, None)
@@ -149,6 +179,7 @@ class Night(HarnessCalls):
         self.prepared = False
         self.persist = True
         self.budgets_at_stop: dict[str, BudgetReading] = {}
+        self.last_command: CommandRun | None = None
 
     # -- facts -----------------------------------------------------------------------------
 
@@ -199,6 +230,8 @@ class Night(HarnessCalls):
                 self.lap()
             except KeyboardInterrupt:
                 self.signals.request("sigint")
+            except SystemExit as exc:  # user code (an executor, a model) asked to exit
+                self.absorb(RuntimeError(f"user code tried to end the process: {exc!r}"))
             except Exception as exc:
                 self.absorb(exc)
 
@@ -217,11 +250,20 @@ class Night(HarnessCalls):
             self.fatal = stop
 
     def prepare(self) -> None:
-        """Once per process: verify a task left in flight, run the predicate, plan if needed."""
+        """Once per process: verify a task left in flight, run the predicate, plan if needed.
+        With no time left none of it starts: the stop check ends the night at once."""
         self.end_leftover_command()
-        if self.state.in_progress is not None:
-            self.verify_in_flight()
+        flight = self.state.in_progress
+        if flight is not None:
+            try:
+                self.verify_in_flight()
+            except NoTimeLeft as exc:
+                self.out_of_time(flight.task, str(exc))
+                return
         self.run_predicate()
+        if self.seconds_left() <= 0:
+            self.checkpoint()
+            return
         if not self.state.goal_met and not self.state.planned and not self.spec.tasks:
             if self.signals.requested:  # planning is new work: none starts after a signal
                 raise Interrupted(self.signals.requested)
@@ -234,49 +276,18 @@ class Night(HarnessCalls):
         s = self.state
         s.laps += 1
         task, s.queue = pop_highest(s.queue)
-        retries = task.retries if task.retries is not None else self.spec.run.retries
-        attempt, earlier = 0, ""
-        while True:
-            attempt += 1
-            s.in_progress = InFlight(task=task, attempt=attempt)
-            s.steps_used += 1
-            if task.brief is not None:
-                s.agent_worked = True  # from here, auto mode sandboxes every command
-            self.checkpoint()  # IN_PROGRESS is on disk before anything happens
-            self.trace.event("task", event="started", task=task.id, attempt=attempt)
-            status = self.execute(task, attempt, earlier)
-            candidate = self.candidate(task)
-            forged = self.judged_changes(task, candidate)
-            if forged:
-                outcome = VerifyOutcome.NOT_DONE
-                self.park_judged(task, attempt, forged)
-                break
-            outcome, detail = self.verify(task, candidate)
-            self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
-            if outcome is VerifyOutcome.DONE:
-                s.finish_done(task, self.land(candidate), attempt, detail)
-                break
-            if outcome is VerifyOutcome.PARTIAL:
-                reason = "verify reports a partially applied state"
-                s.finish_parked(task, reason, detail, self.discard(task, attempt))
-                break
-            if status == "looping":  # the same inputs would loop again: no retry
-                reason = "the agent repeated the same tool call with the same result"
-                s.finish_parked(task, reason, detail, self.discard(task, attempt))
-                break
-            if self.unsettled_effects(task):  # a retry could repeat an effect
-                reason = "an effect of unknown outcome: reconcile before running again"
-                s.finish_parked(task, reason, detail, self.discard(task, attempt))
-                break
-            if attempt > retries or self.steps_exhausted():
-                reason = f"not done after {attempt} attempt(s)"
-                s.finish_parked(task, reason, detail, self.discard(task, attempt))
-                break
-            earlier = (
-                f"Attempt {attempt} of this task did not pass the check `{task.verify}`; "
-                f"its edits are still in the worktree. The check said:\n{detail[-1500:]}"
-            )
-        self.trace.event("decision", decision="task_finished", task=task.id, outcome=outcome.value)
+        try:
+            outcome = self.work_on(task)
+        except NoTimeLeft as exc:
+            self.out_of_time(task, str(exc))
+            return
+        self.trace.event(
+            "decision",
+            decision="task_finished",
+            task=task.id,
+            outcome=outcome.value,
+            **self.command_fields(),
+        )
         self.checkpoint()
         # The predicate first: a drift check refused for money (or failing) must not hide a
         # goal this task reached, and a met goal needs no drift verdict.
@@ -293,19 +304,90 @@ class Night(HarnessCalls):
             self.replan()
             self.checkpoint()
 
+    def work_on(self, task: Task) -> VerifyOutcome:
+        """Execute and judge ``task`` until it is done, parked, or out of retries; return the
+        last verdict. Attempts are counted across the run's processes (``state.attempts``).
+        Raises ``NoTimeLeft`` (the task left IN_PROGRESS) when its verify cannot be given the
+        time to answer."""
+        s = self.state
+        retries = task.retries if task.retries is not None else self.spec.run.retries
+        earlier = ""
+        while True:
+            attempt = s.next_attempt(task.id)
+            s.in_progress = InFlight(task=task, attempt=attempt)
+            s.steps_used += 1
+            if task.brief is not None:
+                s.agent_worked = True  # from here, auto mode sandboxes every command
+            self.checkpoint()  # IN_PROGRESS is on disk before anything happens
+            self.trace.event("task", event="started", task=task.id, attempt=attempt)
+            status = self.execute(task, attempt, earlier)
+            ran = self.last_command
+            candidate = self.candidate(task)
+            forged = self.judged_changes(task, candidate)
+            if forged:
+                self.park_judged(task, attempt, forged)
+                return VerifyOutcome.NOT_DONE
+            verdict = self.verify(task, candidate, attempt)
+            outcome, detail = verdict.outcome, verdict.detail
+            self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
+            if outcome is VerifyOutcome.DONE:
+                s.finish_done(task, self.land(candidate), attempt, detail, command=ran)
+                return outcome
+            reason = ""
+            if outcome is VerifyOutcome.PARTIAL:
+                reason = "verify reports a partially applied state"
+            elif outcome is VerifyOutcome.CANNOT_RUN:  # it would not run the next time either
+                reason = cannot_run_reason_text(verdict.cannot_run)
+            elif status == "looping":  # the same inputs would loop again: no retry
+                reason = "the agent repeated the same tool call with the same result"
+            elif self.unsettled_effects(task):  # a retry could repeat an effect
+                reason = "an effect of unknown outcome: reconcile before running again"
+            elif attempt > retries or self.steps_exhausted():
+                reason = f"not done after {attempt} attempt(s)"
+            if reason:
+                patch = self.discard(task, attempt)
+                s.finish_parked(task, reason, detail, patch, command=ran)
+                return outcome
+            earlier = (
+                f"Attempt {attempt} of this task did not pass the check `{task.verify}`; "
+                f"its edits are still in the worktree. The check said:\n{detail[-1500:]}"
+            )
+
+    def out_of_time(self, task: Task, why: str) -> None:
+        """No time to judge ``task``: it stays IN_PROGRESS for a resume to verify."""
+        self.trace.event("decision", decision="out_of_time", task=task.id, detail=why)
+        self.checkpoint()
+
+    def command_fields(self) -> dict[str, object]:
+        """What the last command task's command did, for the trace."""
+        ran = self.last_command
+        if ran is None:
+            return {}
+        return {"command_exit_code": ran.exit_code, "command_timed_out": ran.timed_out}
+
     # -- the steps of a lap ----------------------------------------------------------------
 
     def execute(self, task: Task, attempt: int, earlier: str = "") -> str:
-        """Carry the task out; return what the executor reported (``finished`` for commands)."""
+        """Carry the task out; return what the executor reported (``finished`` for commands).
+        A command task's command is kept in ``last_command``."""
+        self.last_command = None
         if task.command is not None:
             confine = self.confinement()
-            result = self.run(
+            ran = self.run(
                 task.command,
                 task.timeout_s,
-                f"{task.id}.{attempt}.log",
+                self.log_name(f"{task.id}.{attempt}"),
                 clip=True,
                 cwd=self.run_dir.worktree,
                 confine=confine,
+            )
+            result = ran.result
+            self.last_command = CommandRun(
+                exit_code=result.exit_code,
+                timed_out=result.timed_out,
+                timeout_s=round(ran.timeout_s, 3),
+                seconds=round(result.seconds, 3),
+                log=str(result.log_path) if result.log_path else None,
             )
             self.trace.event(
                 "tool_call",
@@ -313,6 +395,7 @@ class Night(HarnessCalls):
                 task=task.id,
                 exit_code=result.exit_code,
                 timed_out=result.timed_out,
+                cut_at_time_limit=ran.cut_at_time_limit,
                 seconds=round(result.seconds, 3),
                 sandboxed=confine is not None,
             )
@@ -362,30 +445,54 @@ class Night(HarnessCalls):
         left = self.ledger.enforced_usd - self.ledger.spent_usd - self.ledger.held_usd
         return max(0, int(left * 1e6 / price.output)) if price.output > 0 else 0
 
-    def verify(self, task: Task, candidate: str | None) -> tuple[VerifyOutcome, str]:
+    def verify(self, task: Task, candidate: str | None, attempt: int) -> Verdict:
         """Run the task's verify on a clean checkout of ``candidate`` (None: the branch as it
-        stands): exactly what would be committed, nothing the agent left beside it."""
-        where = self.checkout(candidate)
-        confine = self.confinement(model_written=task.model_written)
+        stands): exactly what would be committed, nothing the agent left beside it. Raises
+        ``NoTimeLeft`` when there is no time to start it, or the night's clock cut it."""
+        if self.seconds_left() <= 0:
+            raise NoTimeLeft(f"no time was left to run the verify of {task.id}")
         command: str | list[str] = task.verify
         if task.model_written:
             try:  # a model's text runs as plain words, never through a shell
                 command = check_command(task.verify, self.verify_prefixes())
             except ToolError as exc:
                 self.trace.event("tool_call", tool="verify", task=task.id, refused=str(exc))
-                return VerifyOutcome.NOT_DONE, f"the verify command was refused: {exc}"
-        result = self.run(
-            command, task.timeout_s, f"{task.id}.verify.log", clip=True, cwd=where, confine=confine
+                why = f"refused: {exc}"
+                return Verdict(
+                    VerifyOutcome.CANNOT_RUN, f"the verify command was refused: {exc}", why
+                )
+        where = self.checkout(candidate)
+        confine = self.confinement(model_written=task.model_written)
+        ran = self.run(
+            command,
+            task.timeout_s,
+            self.log_name(f"{task.id}.{attempt}.verify"),
+            clip=True,
+            cwd=where,
+            confine=confine,
         )
+        result = ran.result
         self.trace.event(
             "tool_call",
             tool="verify",
             task=task.id,
             exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            cut_at_time_limit=ran.cut_at_time_limit,
             sandboxed=confine is not None,
         )
-        why = "timed out" if result.timed_out else f"exit {result.exit_code}"
-        return outcome_of_exit(result.exit_code), f"{why}: {result.output[-OUTPUT_TAIL:]}".strip()
+        if ran.cut_at_time_limit:
+            raise NoTimeLeft(
+                f"the verify of {task.id} was cut at the time limit after {result.seconds:.1f} s"
+            )
+        outcome = outcome_of_exit(result.exit_code, command)
+        cannot_run = cannot_run_reason(result.exit_code, command) or ""
+        if result.timed_out:
+            why = f"timed out after {ran.timeout_s:g} s"
+        else:
+            why = cannot_run or f"exit {result.exit_code}"
+        detail = f"{why}: {result.output[-OUTPUT_TAIL:]}".strip()
+        return Verdict(outcome, detail, cannot_run)
 
     def confinement(self, *, model_written: bool = False, tool: bool = False) -> Confinement | None:
         return self.sandbox.confinement(
@@ -407,11 +514,14 @@ class Night(HarnessCalls):
         clip: bool,
         cwd: Path,
         confine: Confinement | None,
-    ) -> CommandResult:
+    ) -> Ran:
         """Run a command in ``cwd``, sandboxed when ``confine`` is given. ``clip`` bounds it by
-        the time left."""
+        the time left: it is not started when none is left (``NoTimeLeft``)."""
         if clip:
-            timeout_s = max(1.0, min(timeout_s, self.seconds_left()))
+            left = self.seconds_left()
+            if left <= 0:
+                raise NoTimeLeft("no time was left to start a command")
+            timeout_s = min(timeout_s, left)
         private_dir(self.run_dir.artifacts)
         try:
             result = run_command(
@@ -427,7 +537,17 @@ class Night(HarnessCalls):
             self.run_dir.command_group.unlink(missing_ok=True)
         if result.interrupted:
             raise Interrupted(self.signals.requested or "signal")
-        return result
+        cut = clip and result.timed_out and self.seconds_left() <= 0
+        return Ran(result, timeout_s, cut)
+
+    def log_name(self, stem: str, suffix: str = ".log") -> str:
+        """``stem + suffix`` in the artifacts, or, when an earlier process of the run already
+        wrote that file, the first ``stem-N + suffix`` that is free: no log is overwritten."""
+        name, n = f"{stem}{suffix}", 1
+        while (self.run_dir.artifacts / name).exists():
+            n += 1
+            name = f"{stem}-{n}{suffix}"
+        return name
 
     # -- what judges the work ----------------------------------------------------------------
 
@@ -506,30 +626,57 @@ class Night(HarnessCalls):
         path.unlink(missing_ok=True)
 
     def run_predicate(self) -> None:
+        """Run the goal predicate on a clean checkout of the branch, bounded by the time left;
+        with none left it is not started, and the goal counts as not met."""
         p = self.spec.predicate
-        where = self.checkout(None)
-        confine = self.confinement()
-        result = self.run(
-            p.command, p.timeout_s, "predicate.log", clip=True, cwd=where, confine=confine
-        )
+        try:
+            if self.seconds_left() <= 0:
+                raise NoTimeLeft("no time was left to run the goal predicate")
+            where = self.checkout(None)
+            confine = self.confinement()
+            ran = self.run(
+                p.command, p.timeout_s, "predicate.log", clip=True, cwd=where, confine=confine
+            )
+        except NoTimeLeft:
+            self.state.goal_met = False
+            self.state.last_predicate = PredicateRecord(
+                met=False,
+                exit_code=None,
+                seconds=0.0,
+                detail="not run: no time was left before the time limit",
+                ran=False,
+            )
+            self.trace.event("tool_call", tool="predicate", met=False, ran=False)
+            return
+        result = ran.result
         met = result.exit_code == 0
+        detail = result.output[-OUTPUT_TAIL:]
+        if ran.cut_at_time_limit:
+            detail = (
+                f"not met (timed out at the time limit, after {result.seconds:.1f} s)\n{detail}"
+            )
+        elif result.timed_out:
+            detail = f"not met (timed out after {ran.timeout_s:g} s)\n{detail}"
         self.state.goal_met = met
         self.state.last_predicate = PredicateRecord(
             met=met,
             exit_code=result.exit_code,
             seconds=round(result.seconds, 3),
-            detail=result.output[-OUTPUT_TAIL:],
+            detail=detail.strip() if result.timed_out else detail,
+            timed_out=result.timed_out,
         )
         self.trace.event(
             "tool_call",
             tool="predicate",
             exit_code=result.exit_code,
             met=met,
+            timed_out=result.timed_out,
+            cut_at_time_limit=ran.cut_at_time_limit,
             sandboxed=confine is not None,
         )
 
     def discard(self, task: Task, attempt: int) -> str | None:
-        patch = self.run_dir.artifacts / f"{task.id}.{attempt}.patch"
+        patch = self.run_dir.artifacts / self.log_name(f"{task.id}.{attempt}", ".patch")
         private_dir(self.run_dir.artifacts)
         return str(patch) if ws.discard_changes(self.run_dir.worktree, patch) else None
 
@@ -559,7 +706,8 @@ class Night(HarnessCalls):
             self.park_judged(flight.task, flight.attempt, forged)
             self.checkpoint()
             return
-        outcome, detail = self.verify(flight.task, candidate)
+        verdict = self.verify(flight.task, candidate, flight.attempt)
+        outcome, detail = verdict.outcome, verdict.detail
         unsettled = self.unsettled_effects(flight.task)
         if outcome is VerifyOutcome.NOT_DONE and unsettled:
             # Running it again could repeat an effect that may already have happened.
@@ -583,7 +731,7 @@ class Night(HarnessCalls):
                 commit = ws.find_commit(self.run_dir.worktree, base, task_marker(flight.task.id))
         else:
             patch = self.discard(flight.task, flight.attempt)
-        self.state.route_resumed(outcome, detail, commit, patch)
+        self.state.route_resumed(outcome, detail, commit, patch, verdict.cannot_run)
         self.trace.event(
             "decision", decision="resume_verified", task=flight.task.id, outcome=outcome.value
         )

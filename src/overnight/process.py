@@ -24,7 +24,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
@@ -117,6 +117,7 @@ def run_command(
     max_output: int = 20_000,
     poll_s: float = 0.05,
     on_spawn: Callable[[int], None] | None = None,
+    stdin: bytes | None = None,
 ) -> CommandResult:
     """Run ``command`` in ``cwd`` and wait for it, never longer than ``timeout_s``: a string
     with ``/bin/sh -c``, a list of words as it is. With ``confine`` it runs in the sandbox,
@@ -132,6 +133,9 @@ def run_command(
     ``on_spawn`` is called with the process group id as soon as the command has started
     (the harness records it, so that a later process can end the group if this one is
     killed outright before it could).
+
+    ``stdin`` is what the command reads on its standard input (from a file, never a pipe the
+    harness must keep feeding); without it, the command reads an empty input.
 
     Whatever happens, including an exception in ``should_stop`` or ``on_spawn``, the whole
     process group is ended and the shell reaped before this returns; a confined command's
@@ -152,10 +156,10 @@ def run_command(
     else:
         child_env = dict(scrubbed_env() if env is None else env)
     sink = _open_sink(log_path)
-    with sink:
+    with sink, _open_source(stdin) as source:
         start = time.monotonic()
         try:
-            proc = _spawn(argv, cwd, child_env, sink, () if info is None else (info[1],))
+            proc = _spawn(argv, cwd, child_env, sink, () if info is None else (info[1],), source)
         except BaseException:
             _close_info(info)
             raise
@@ -214,15 +218,40 @@ def _open_sink(log_path: Path | None) -> IO[bytes]:
         raise WorkspaceError(f"cannot create {where} for command output: {exc}") from exc
 
 
+@contextlib.contextmanager
+def _open_source(data: bytes | None) -> Iterator[IO[bytes] | None]:
+    """``data`` in an unlinked temporary file, rewound, for a command's standard input."""
+    if data is None:
+        yield None
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            source = stack.enter_context(tempfile.TemporaryFile(prefix="overnight-stdin-"))
+            source.write(data)
+            source.flush()
+            source.seek(0)
+        except OSError as exc:
+            what = f"cannot create a temporary file for command input: {exc}"
+            if exc.errno == errno.ENOSPC:
+                raise DiskFull(what) from exc
+            raise WorkspaceError(what) from exc
+        yield source
+
+
 def _spawn(
-    argv: list[str], cwd: Path, env: dict[str, str], sink: IO[bytes], keep: tuple[int, ...]
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    sink: IO[bytes],
+    keep: tuple[int, ...],
+    source: IO[bytes] | None = None,
 ) -> subprocess.Popen[bytes]:
     try:
         return subprocess.Popen(
             argv,
             cwd=cwd,
             env=env,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if source is None else source,
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -27,7 +27,7 @@ from overnight.harness import Night, Signals
 from overnight.models.seam import ModelClient
 from overnight.report.result import TerminalResult
 from overnight.sandbox.policy import SandboxPolicy, make_sandbox
-from overnight.spec import Spec, _with_import_path, check_sandbox, sealed_places
+from overnight.spec import Spec, check_sandbox, sealed_places
 from overnight.store.atomic import private_dir
 from overnight.store.checkpoint import load_checkpoint, save_checkpoint
 from overnight.store.index import register
@@ -192,7 +192,6 @@ def resume_run(
     lock.acquire()
     try:
         spec = _load_run_spec(rd, raises or {})  # raises checked, not yet written
-        _with_import_path(spec)
         manifest: dict[str, Any] = read_json(rd.manifest)
         run_id, branch = str(manifest["run_id"]), str(manifest["branch"])
         goal = Goal(spec.goal)

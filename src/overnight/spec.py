@@ -6,8 +6,8 @@ field and the fix, and the CLI exits 64.
 
 from __future__ import annotations
 
-import sys
 import tomllib
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Literal
 
@@ -417,20 +417,20 @@ def check_spec(spec: Spec) -> None:
     if spec.model is not None:
         _check_model(spec.model)
         spec.price_table().price(spec.model.name)
-    _with_import_path(spec)
-    if spec.model is not None:
-        if spec.model.provider == "python" and spec.model.target is not None:
-            from overnight.models.seam import python_model
+    with _with_import_path(spec):
+        if spec.model is not None:
+            if spec.model.provider == "python" and spec.model.target is not None:
+                from overnight.models.seam import python_model
 
-            python_model(spec.model.target)
-        elif spec.model.provider != "python":
-            from overnight.models.providers import sdk_client
+                python_model(spec.model.target)
+            elif spec.model.provider != "python":
+                from overnight.models.providers import sdk_client
 
-            sdk_client(spec.model)  # refuses missing credentials the SDK can see up front
-    if spec.executor is not None:
-        from overnight.executor import load_executor
+                sdk_client(spec.model)  # refuses missing credentials the SDK can see up front
+        if spec.executor is not None:
+            from overnight.executor import load_executor
 
-        load_executor(spec.executor.target)
+            load_executor(spec.executor.target)
 
 
 def sealed_places(spec: Spec, run_dir: Path | None = None) -> list[Path]:
@@ -488,8 +488,9 @@ def _check_model(model: ModelSpec) -> None:
         raise ConfigError("model.api", "api applies to the OpenAI providers only", "remove api")
 
 
-def _with_import_path(spec: Spec) -> None:
-    """User targets (``module:attr``) resolve from the spec's directory and the workspace."""
-    for extra in (spec.base_dir, str(spec.workspace_path())):
-        if extra and extra not in sys.path:
-            sys.path.insert(0, extra)
+def _with_import_path(spec: Spec) -> AbstractContextManager[None]:
+    """Within the block, user targets (``module:attr``) resolve from the spec's directory and
+    the workspace; ``sys.path`` is left as it was."""
+    from overnight.models.seam import import_roots
+
+    return import_roots(spec.base_dir, spec.workspace_path())

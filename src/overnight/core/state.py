@@ -13,7 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from overnight.core.drift import DriftDecision, DriftVerdict
 from overnight.core.resume import VerifyOutcome
-from overnight.core.tasks import CompletedTask, InFlight, ParkedTask, PrunedTask, Task
+from overnight.core.tasks import (
+    CommandRun,
+    CompletedTask,
+    InFlight,
+    ParkedTask,
+    PrunedTask,
+    Task,
+)
 
 STATE_KIND = "run_state"
 
@@ -38,6 +45,10 @@ class PredicateRecord(BaseModel):
     exit_code: int | None
     seconds: float
     detail: str = ""
+    timed_out: bool = False
+    """Cut at its timeout (its own, or the night's clock when that was nearer)."""
+    ran: bool = True
+    """False when it was not started: no time was left before the night's time limit."""
 
 
 class RunState(BaseModel):
@@ -68,6 +79,9 @@ class RunState(BaseModel):
     last_predicate: PredicateRecord | None = None
     laps: int = 0
     resumes: int = 0
+    attempts: dict[str, int] = Field(default_factory=dict)
+    """Executions of each task so far, across every process of the run: a resumed task goes
+    on counting (and its retries with it) from where the process that died left off."""
     artifacts: list[str] = Field(default_factory=list)
     lessons: list[str] = Field(default_factory=list)
     refused_effects: list[dict[str, Any]] = Field(default_factory=list)
@@ -93,8 +107,20 @@ class RunState(BaseModel):
         self.queue = rest
         self.in_progress = InFlight(task=task, attempt=attempt)
 
+    def next_attempt(self, task_id: str) -> int:
+        """Count one more execution of ``task_id`` and return its number (1 for the first)."""
+        attempt = self.attempts.get(task_id, 0) + 1
+        self.attempts[task_id] = attempt
+        return attempt
+
     def finish_done(
-        self, task: Task, commit: str | None, attempts: int, detail: str, via: str = "lap"
+        self,
+        task: Task,
+        commit: str | None,
+        attempts: int,
+        detail: str,
+        via: str = "lap",
+        command: CommandRun | None = None,
     ) -> None:
         self.completed.append(
             CompletedTask(
@@ -103,6 +129,7 @@ class RunState(BaseModel):
                 attempts=attempts,
                 verify_detail=detail,
                 via="resume" if via == "resume" else "lap",
+                command=command,
             )
         )
         self.in_progress = None
@@ -115,6 +142,7 @@ class RunState(BaseModel):
         detail: str,
         patch: str | None,
         protected_changes: list[str] | None = None,
+        command: CommandRun | None = None,
     ) -> None:
         self.parked.append(
             ParkedTask(
@@ -123,6 +151,7 @@ class RunState(BaseModel):
                 detail=detail,
                 patch=patch,
                 protected_changes=protected_changes or [],
+                command=command,
             )
         )
         self.in_progress = None
@@ -184,12 +213,21 @@ class RunState(BaseModel):
         return ids
 
     def route_resumed(
-        self, outcome: VerifyOutcome, detail: str, commit: str | None, patch: str | None
+        self,
+        outcome: VerifyOutcome,
+        detail: str,
+        commit: str | None,
+        patch: str | None,
+        cannot_run: str = "",
     ) -> None:
-        """Route the task that was in flight when the previous process died."""
+        """Route the task that was in flight when the previous process died. ``cannot_run``
+        says why a verify could not run (``exit 127: command not found``)."""
         flight = self.in_progress
         if flight is None:
             return
+        # A checkpoint written before attempts were counted knows the attempt only here.
+        seen = self.attempts.get(flight.task.id, 0)
+        self.attempts[flight.task.id] = max(seen, flight.attempt)
         if outcome is VerifyOutcome.DONE:
             self.finish_done(flight.task, commit, flight.attempt, detail, via="resume")
         elif outcome is VerifyOutcome.PARTIAL:
@@ -199,5 +237,12 @@ class RunState(BaseModel):
                 detail,
                 patch,
             )
+        elif outcome is VerifyOutcome.CANNOT_RUN:
+            self.finish_parked(flight.task, cannot_run_reason_text(cannot_run), detail, patch)
         else:
             self.requeue_front(flight.task)
+
+
+def cannot_run_reason_text(why: str) -> str:
+    """The reason a task is parked with when its verify could not run."""
+    return f"the verify command could not run ({why or 'no verdict'})"

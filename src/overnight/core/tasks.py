@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 class Task(BaseModel):
     """One unit of work. A command task runs a shell command; an agent task hands its brief to
     the executor. Either way the harness, never the model, runs ``verify``: exit 0 done, 1 not
-    done, anything else partially applied."""
+    done, a check that could not run (126, 127; pytest's 4 and 5) parked as such, anything
+    else partially applied (``overnight.core.resume``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -45,6 +46,25 @@ class Task(BaseModel):
         return f"{self.id} {self.title}".strip() if self.title else self.id
 
 
+class CommandRun(BaseModel):
+    """How a command task's command ended on the attempt that decided the task's fate. Its
+    verify decides whether the task is done; this says what the command itself did, so that a
+    command that timed out or failed is never shown as a clean success."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["command_run"] = "command_run"
+    exit_code: int | None
+    """None when the harness ended it (``timed_out``) or a stop interrupted it."""
+    timed_out: bool = False
+    timeout_s: float | None = None
+    """The timeout it ran under (its own ``timeout_s``, or less when the night's clock was
+    nearer)."""
+    seconds: float = 0.0
+    log: str | None = None
+    """Path of its full output."""
+
+
 class CompletedTask(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -54,6 +74,9 @@ class CompletedTask(BaseModel):
     attempts: int
     verify_detail: str = ""
     via: Literal["lap", "resume"] = "lap"
+    command: CommandRun | None = None
+    """A command task's command on its last attempt; None for an agent task, and for a task
+    verified on resume (the process that ran the command died before it could say)."""
 
 
 class ParkedTask(BaseModel):
@@ -66,6 +89,8 @@ class ParkedTask(BaseModel):
     patch: str | None = None
     protected_changes: list[str] = Field(default_factory=list)
     """What the task changed of what judges the work (``[predicate] protect``)."""
+    command: CommandRun | None = None
+    """A command task's command on its last attempt (as for ``CompletedTask``)."""
 
 
 class PrunedTask(BaseModel):

@@ -59,7 +59,8 @@ def dispatch_with_ledger(
 ) -> EffectOutcome:
     """Run ``call(idempotency_key)`` at most once per step key, and at most once per task key
     across runs. Raises ``EffectRefused`` for a second delivery, ``ToolFailure`` as the tool
-    raised it (after recording ``failed`` or ``unknown``)."""
+    raised it (after recording ``failed`` or ``unknown``). Anything else out of ``call`` (a
+    ``KeyboardInterrupt`` while it waits, say) is recorded ``unknown`` and raised again."""
     prior = store.get(step_key)
     if prior is not None and (prior.tool != tool or prior.args != _plain(args)):
         raise EffectRefused(prior, f"an earlier attempt made this call with {prior.args}")
@@ -78,6 +79,9 @@ def dispatch_with_ledger(
     except Exception as exc:  # no answer we can trust: it may have happened
         store.settle(step_key, "unknown", error=repr(exc))
         raise ToolFailure(f"the tool crashed: {exc!r}", retryable=True) from exc
+    except BaseException as exc:  # the wait ended some other way: the call may be under way
+        store.settle(step_key, "unknown", error=f"no answer was recorded: {exc!r}")
+        raise
     row = store.settle(step_key, "confirmed", result=result)
     return EffectOutcome(result, replayed=False, row=row)
 

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Protocol, runtime_checkable
 
 from overnight.core.errors import ConfigError
@@ -27,19 +31,53 @@ class CallableModel:
         return self._fn(request)  # type: ignore[return-value]
 
 
+#: Directories a target may be imported from besides ``sys.path`` (see ``import_roots``).
+_ROOTS: ContextVar[tuple[str, ...]] = ContextVar("overnight_import_roots", default=())
+
+
+@contextmanager
+def import_roots(*dirs: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Within this block, ``resolve_target`` also imports from ``dirs`` (the spec's directory,
+    the workspace). They are on ``sys.path`` only while a target is being imported: the
+    process's import path is the same after a target is resolved as before."""
+    extra = tuple(str(d) for d in dirs if d)
+    token = _ROOTS.set(tuple(dict.fromkeys((*extra, *_ROOTS.get()))))
+    try:
+        yield
+    finally:
+        _ROOTS.reset(token)
+
+
+@contextmanager
+def _on_import_path(dirs: tuple[str, ...]) -> Iterator[None]:
+    """``dirs`` at the front of ``sys.path`` for the duration of the block; afterwards each
+    entry this added is taken out again (whatever the imported code did to the list)."""
+    added = [d for d in dirs if d not in sys.path]
+    sys.path[:0] = added
+    try:
+        yield
+    finally:
+        for d in added:
+            if d in sys.path:
+                sys.path.remove(d)
+
+
 def resolve_target(target: str, field: str) -> object:
-    """Import ``module:attr`` (attr may be dotted). Failures are configuration errors."""
+    """Import ``module:attr`` (attr may be dotted), also from the directories of the enclosing
+    ``import_roots`` block. Failures are configuration errors."""
     module_name, sep, attr = target.partition(":")
     if not sep or not module_name or not attr:
         raise ConfigError(
             field, f"{target!r} is not of the form module:attr", "e.g. mypkg.fakes:model"
         )
     try:
-        obj: object = importlib.import_module(module_name)
-    except Exception as exc:  # an import can fail in any way user code can
+        with _on_import_path(_ROOTS.get()):
+            obj: object = importlib.import_module(module_name)
+    except (Exception, SystemExit) as exc:  # an import can fail in any way user code can
         raise ConfigError(
             field,
-            f"cannot import module {module_name!r}: {exc}",
+            f"cannot import module {module_name!r}: "
+            f"{exc if isinstance(exc, Exception) else repr(exc)}",
             "check the module is on PYTHONPATH (or in the spec's directory)",
         ) from exc
     for part in attr.split("."):

@@ -3,12 +3,22 @@
 A mutating external tool goes through the effects ledger: written down before the call,
 keyed by the run-step key (handed to the tool as its idempotency key) and by a task-scoped
 key (a unique index: a second delivery of the same task is refused by the database).
+
+A tool is a Python callable of the user's, run in a worker thread of its own so that the
+harness keeps the time: a call is bounded by the tool's ``timeout_s`` and by the night's
+clock, and a stop (SIGTERM, SIGINT) stops the waiting at once. A thread cannot be killed, so
+a call given up on may still be running: a mutating one is then an effect of unknown outcome
+(recorded ``unknown``, never called again, its task parked for a person), and its late answer,
+if it ever comes, is not used. Whatever a tool raises, ``SystemExit`` and
+``KeyboardInterrupt`` included, is a failure of that call, never the end of the process.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,11 +32,17 @@ from overnight.tools.base import ToolContext, ToolError, ToolOutcome
 
 MAX_RESULT_CHARS = 4000
 
+#: Seconds a call may take when neither the tool nor the toolbox says otherwise.
+DEFAULT_TIMEOUT_S = 300.0
+
+#: How often a call's wait looks at the stop flag.
+_POLL_S = 0.05
+
 
 class ExternalToolSpec(BaseModel):
     """One ``[[tools.external]]`` entry."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """The tool's name as the model sees it."""
@@ -42,6 +58,10 @@ class ExternalToolSpec(BaseModel):
     task_key: str | None = None
     """For a mutating tool: a template over the arguments naming the effect for the task,
     e.g. ``"{order_id}:refund"``. Two runs can never both perform the same task key."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """Seconds one call may take (never past the night's own end); default: the toolbox's
+    (``[tools] command_timeout_s``). A mutating call that takes longer is recorded as an effect
+    of unknown outcome and is not called again."""
 
     @model_validator(mode="after")
     def _keyed(self) -> ExternalToolSpec:
@@ -70,13 +90,16 @@ def _key_value(value: Any) -> Any:
 
 
 class ExternalTool:
-    def __init__(self, spec: ExternalToolSpec, fn: ToolFn) -> None:
+    def __init__(
+        self, spec: ExternalToolSpec, fn: ToolFn, default_timeout_s: float | None = None
+    ) -> None:
         self.spec = spec
         self.fn = fn
         self.name = spec.name
         self.description = spec.description or inspect.getdoc(fn) or spec.name
         self.input_schema: Mapping[str, Any] = spec.input_schema
         self.mutating = spec.mutating
+        self.timeout_s = spec.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S
 
     def task_key(self, args: Mapping[str, Any]) -> str | None:
         if not self.spec.task_key:
@@ -91,8 +114,14 @@ class ExternalTool:
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         plain = dict(args)  # already checked against input_schema by the toolbox
+        stopping = ctx.stop_requested()
+        if stopping is not None:
+            raise ToolError(f"the run is stopping ({stopping}): {self.name} was not called")
+        limit = min(self.timeout_s, ctx.seconds_left())
+        if limit <= 0:
+            raise ToolError(f"no time is left in the night: {self.name} was not called")
         if not self.mutating:
-            return self._outcome(self._call(plain, None), replayed=False)
+            return self._outcome(self._call(plain, None, limit, ctx), replayed=False)
         if ctx.effects is None:
             raise ToolError(f"{self.name} changes the world and no effects ledger is open")
         try:
@@ -104,7 +133,7 @@ class ExternalTool:
                 task_key=self.task_key(plain),
                 tool=self.name,
                 args=plain,
-                call=lambda key: self.fn(plain, key),
+                call=lambda key: self._bounded(plain, key, limit, ctx),
             )
         except EffectRefused as refused:
             ctx.on_refused(
@@ -130,11 +159,53 @@ class ExternalTool:
             ) from None
         return self._outcome(outcome.result, replayed=outcome.replayed)
 
-    def _call(self, args: dict[str, Any], key: str | None) -> Any:
+    def _call(self, args: dict[str, Any], key: str | None, limit: float, ctx: ToolContext) -> Any:
         try:
-            return self.fn(args, key)
+            return self._bounded(args, key, limit, ctx)
         except ToolFailure as failure:
             raise ToolError(f"{self.name} failed: {failure.message}") from None
+
+    def _bounded(
+        self, args: dict[str, Any], key: str | None, limit: float, ctx: ToolContext
+    ) -> Any:
+        """Call the tool in a worker thread and wait at most ``limit`` seconds, or until a
+        stop is requested. What the tool returns is returned; a ``ToolFailure`` or another
+        ``Exception`` it raises is raised again here; anything else it raises (``SystemExit``,
+        ``KeyboardInterrupt``), no answer in time, and a stop all raise a retryable
+        ``ToolFailure``: the call may have done something."""
+        done = threading.Event()
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = self.fn(args, key)
+            except BaseException as exc:  # everything a tool raises is that call's failure
+                box["error"] = exc
+            finally:
+                done.set()
+
+        deadline = time.monotonic() + limit
+        worker = threading.Thread(target=work, name=f"overnight-tool-{self.name}", daemon=True)
+        worker.start()
+        while not done.wait(max(0.0, min(_POLL_S, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                raise ToolFailure(
+                    f"no answer within {limit:g} s (the call was given up on; it may still be "
+                    "running)",
+                    retryable=True,
+                )
+            stopping = ctx.stop_requested()
+            if stopping is not None:
+                raise ToolFailure(
+                    f"the run is stopping ({stopping}); the call was given up on while it ran",
+                    retryable=True,
+                )
+        error = box.get("error")
+        if error is None:
+            return box.get("result")
+        if isinstance(error, Exception):
+            raise error
+        raise ToolFailure(f"the tool raised {error!r}", retryable=True) from error
 
     def _outcome(self, result: Any, *, replayed: bool) -> ToolOutcome:
         text = json.dumps(result, sort_keys=True, default=str)[:MAX_RESULT_CHARS]
@@ -144,10 +215,12 @@ class ExternalTool:
         return ToolOutcome(text)
 
 
-def load_external(spec: ExternalToolSpec) -> ExternalTool:
+def load_external(spec: ExternalToolSpec, default_timeout_s: float | None = None) -> ExternalTool:
+    """The tool ``spec`` names; ``default_timeout_s`` bounds its calls unless it sets its own
+    ``timeout_s`` (``DEFAULT_TIMEOUT_S`` when neither does)."""
     from overnight.models.seam import resolve_target
 
     fn = resolve_target(spec.target, f"tools.external.{spec.name}.target")
     if not callable(fn):
         raise ConfigError(f"tools.external.{spec.name}.target", f"{spec.target} is not callable")
-    return ExternalTool(spec, fn)
+    return ExternalTool(spec, fn, default_timeout_s)

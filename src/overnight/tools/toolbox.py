@@ -151,7 +151,7 @@ class Toolbox:
         from overnight.tools.external import load_external
 
         tools: list[Tool] = [build_tool(name, spec) for name in BUILTIN_TOOLS if name in spec.allow]
-        tools += [load_external(e) for e in spec.external]
+        tools += [load_external(e, spec.command_timeout_s) for e in spec.external]
         return cls(tools)
 
     def names(self) -> list[str]:
