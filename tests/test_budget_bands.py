@@ -254,7 +254,7 @@ def test_from_90_percent_no_new_task_starts_and_the_one_in_flight_is_finished(
     money = result.budgets.cost_usd
     assert money.refused_at is None  # stopped by the band, not by a refusal
     assert money.stop_at == pytest.approx(9.0)
-    assert money.used == pytest.approx(9 * 1.0025)
+    assert money.at_stop == pytest.approx(9 * 1.0025)
     # The ninth task crossed 90% on its second call, made its third call anyway, and was
     # verified and committed; nothing after it started.
     executes = [r for r in model.calls if r.purpose == "execute"]
@@ -291,7 +291,8 @@ def test_the_summary_is_paid_from_the_reserve_after_spend_reached_the_enforcemen
     money = result.budgets.cost_usd
     assert result.stop_reason == "BUDGET_EXHAUSTED:money"
     assert money.enforced_at == pytest.approx(23.0)
-    assert money.used == pytest.approx(money.enforced_at)
+    assert money.at_stop == pytest.approx(money.enforced_at)
+    assert money.used == result.spend.total_usd  # the summary included
     assert money.refused_at is None
     assert result.wrapup.source == "model"
     assert result.wrapup.cost_usd == pytest.approx(500 * 25 / 1e6)

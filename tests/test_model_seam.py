@@ -184,7 +184,8 @@ def test_model_that_raises_mid_night_is_classified_and_money_released(
     assert r.exit_code == 4 and r.resumable is True
     assert "provider went away" in r.message
     # the refused/failed call was released, not billed at its worst case
-    assert r.budgets.cost_usd.used == 0.0
+    assert r.budgets.cost_usd.at_stop == 0.0
+    assert r.budgets.cost_usd.used == r.wrapup.cost_usd  # only the closing summary
 
 
 def test_plan_call_seeds_the_queue(repo: Path, tmp_path: Path) -> None:

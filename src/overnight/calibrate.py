@@ -451,7 +451,9 @@ class MeteredJudge:
             if isinstance(exc, RunError):
                 raise
             raise ModelCallFailed(f"drift call failed: {exc!r}") from exc
-        self.ledger.record(request.model, response.usage, reservation)
+        self.ledger.record(
+            request.model, response.usage if response.usage_known else None, reservation
+        )
         return response
 
 
@@ -567,8 +569,8 @@ def calibrate_spec(
     _check_model(spec.model)
     prices = spec.price_table()
     prices.price(spec.model.name)  # an unpriced model is refused before any call
-    _with_import_path(spec)
-    client = build_client(spec.model)
+    with _with_import_path(spec):
+        client = build_client(spec.model)
     return calibrate(
         client,
         queues,

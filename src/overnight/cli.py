@@ -261,7 +261,14 @@ def _progress_line(r: dict[str, Any]) -> str | None:
     if kind == "task" and r.get("event") == "started":
         return f"{stamp} task {r['task']} started (attempt {r['attempt']})"
     if kind == "decision" and decision == "task_finished":
-        return f"{stamp} task {r['task']} -> {r['outcome']}"
+        note = ""
+        if r.get("command_timed_out"):
+            note = " (its command timed out)"
+        elif r.get("command_exit_code") not in (None, 0):
+            note = f" (its command exited {r['command_exit_code']})"
+        return f"{stamp} task {r['task']} -> {r['outcome']}{note}"
+    if kind == "decision" and decision == "out_of_time":
+        return f"{stamp} task {r['task']} left in flight: {r.get('detail')}"
     if kind == "decision" and decision == "drift":
         return f"{stamp} drift {r['score']:.2f} ({r['action']})"
     if kind == "decision" and decision == "call_refused":

@@ -1,13 +1,29 @@
 """The end of a run: the closing summary (paid from the wrap-up reserve, with a structured
-fallback), the terminal result, and ``result.json`` written even on a full disk."""
+fallback), the terminal result, and ``result.json`` written even on a full disk.
+
+Each budget block reports two figures: ``used``, everything used once the run is over (the
+closing summary included), and ``at_stop``, what was used when the stop was decided, which is
+the figure the stop reason is recomputed from. The lines and ``refused_at`` are those of the
+stop decision."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ValidationError
+
 from overnight import workspace as ws
 from overnight.alerts import send_alert
-from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading
+from overnight.core.budget import (
+    MONEY,
+    SECONDS,
+    STEPS,
+    TOKENS,
+    BudgetReading,
+    clean_amount,
+    to_nanos,
+    to_usd,
+)
 from overnight.core.endings import Ending, Stop, describe
 from overnight.core.errors import CheckpointCorrupt, DiskFull
 from overnight.harness import Night
@@ -24,6 +40,7 @@ from overnight.report.result import (
     Plan,
     PredicateBlock,
     PrunedEntry,
+    ResultWarning,
     SandboxBlock,
     Spend,
     SpendPoint,
@@ -48,14 +65,29 @@ DEFAULT_MESSAGES: dict[Ending, str] = {
 MIN_SUMMARY_TOKENS = 256
 
 
-def _block(r: BudgetReading) -> BudgetBlock:
+def _block(name: str, at_stop: BudgetReading, used: float) -> BudgetBlock:
+    """A budget's block: ``used`` at the end, everything else as the stop decision read it."""
     return BudgetBlock(
-        used=round(r.used, 6),
-        limit=r.limit,
-        stop_at=r.stop_at,
-        enforced_at=r.enforced_at,
-        refused_at=r.refused_at,
+        used=clean_amount(name, max(used, at_stop.used)),
+        limit=at_stop.limit,
+        stop_at=at_stop.stop_at,
+        enforced_at=at_stop.enforced_at,
+        refused_at=at_stop.refused_at,
+        at_stop=at_stop.used,
     )
+
+
+def _warnings(found: list[dict[str, Any]]) -> list[ResultWarning]:
+    """The journal's money warnings as the result reports them (a record this version cannot
+    read is left out rather than let it stop the result from being written)."""
+    keys = ResultWarning.model_fields.keys()
+    out: list[ResultWarning] = []
+    for w in found:
+        try:
+            out.append(ResultWarning.model_validate({k: v for k, v in w.items() if k in keys}))
+        except ValidationError:
+            continue
+    return out
 
 
 def structured_summary(night: Night, stop: Stop) -> str:
@@ -100,45 +132,51 @@ def _summary_facts(night: Night, stop: Stop) -> dict[str, Any]:
 
 def write_summary(night: Night, stop: Stop) -> tuple[str, Wrapup]:
     """One call with no tools, from the reserve; on any failure, the structured rendering."""
-    before = night.ledger.spent_usd
+    before = night.ledger.spent_nanos
     if night.gateway is None or night.spec.model is None:
         return structured_summary(night, stop), Wrapup(source="structured", cost_usd=0.0)
     model = night.spec.model
     try:
         request = summary_request(model.name, model.summary_max_tokens, _summary_facts(night, stop))
         # Fit max_tokens to what the reserve can pay for, rather than be refused outright.
-        price = night.ledger.prices.price(model.name)
-        room = night.ledger.limit_usd - night.ledger.spent_usd - night.ledger.held_usd
-        room -= estimate_input_tokens(request) * price.input / 1e6
-        affordable = int(room * 1e6 / price.output) if price.output > 0 else request.max_tokens
+        affordable = night.ledger.max_output_tokens(
+            model.name, estimate_input_tokens(request), request.cache_ttl, line="reserve"
+        )
         if affordable < request.max_tokens:
             request = request.model_copy(update={"max_tokens": max(MIN_SUMMARY_TOKENS, affordable)})
         response = night.gateway.call(request, line="reserve")
         text = response.text().strip()
         if not text:
             raise ValueError("the summary call returned no text")
-        cost = night.ledger.spent_usd - before
-        return text, Wrapup(source="model", cost_usd=round(cost, 6))
+        cost = to_usd(night.ledger.spent_nanos - before)
+        return text, Wrapup(source="model", cost_usd=cost)
     except Exception as exc:
-        cost = night.ledger.spent_usd - before
+        cost = to_usd(night.ledger.spent_nanos - before)
         return structured_summary(night, stop), Wrapup(
-            source="structured", cost_usd=round(cost, 6), error=repr(exc)[:500]
+            source="structured", cost_usd=cost, error=repr(exc)[:500]
         )
 
 
 def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> TerminalResult:
     s = night.state
     verdict = describe(stop)
-    b = night.budgets_at_stop or night.budgets()
+    end = night.budgets()
+    b = night.budgets_at_stop or end
     try:
         totals = spend_totals(read_journal(night.run_dir.spend))
     except CheckpointCorrupt:
-        totals = SpendTotals(usd=night.ledger.spent_usd, tokens=night.ledger.tokens_used)
+        totals = SpendTotals(nanos=night.ledger.spent_nanos, tokens=night.ledger.tokens_used)
     # The ledger starts from the checkpoint's figure when the journal says less.
-    total_usd = max(totals.usd + totals.dangling_usd, night.ledger.spent_usd)
+    total_usd = to_usd(max(totals.total_nanos, night.ledger.spent_nanos))
     verified = [
         VerifiedTask(
-            id=c.task.id, title=c.task.title, commit=c.commit, attempts=c.attempts, via=c.via
+            id=c.task.id,
+            title=c.task.title,
+            commit=c.commit,
+            attempts=c.attempts,
+            via=c.via,
+            command_exit_code=c.command.exit_code if c.command else None,
+            command_timed_out=bool(c.command and c.command.timed_out),
         )
         for c in s.completed
     ]
@@ -160,10 +198,10 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
         message=stop.message or DEFAULT_MESSAGES[stop.ending],
         goal=GoalBlock(text=night.goal.text, sha256=night.goal.sha256),
         budgets=Budgets(
-            steps=_block(b[STEPS]),
-            tokens=_block(b[TOKENS]),
-            seconds=_block(b[SECONDS]),
-            cost_usd=_block(b[MONEY]),
+            steps=_block(STEPS, b[STEPS], end[STEPS].used),
+            tokens=_block(TOKENS, b[TOKENS], end[TOKENS].used),
+            seconds=_block(SECONDS, b[SECONDS], end[SECONDS].used),
+            cost_usd=_block(MONEY, b[MONEY], total_usd),
         ),
         plan=Plan(
             done=[c.task.id for c in s.completed],
@@ -202,18 +240,23 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
             for d in s.drift_history
         ],
         spend=Spend(
-            total_usd=round(total_usd, 6),
-            by_purpose={k: round(v, 6) for k, v in totals.by_purpose.items()},
-            curve=[SpendPoint(seconds=round(t, 3), cost_usd=round(u, 6)) for t, u in totals.curve],
-            cost_per_verified_task=round(total_usd / len(verified), 6) if verified else None,
+            total_usd=total_usd,
+            by_purpose=totals.by_purpose,
+            curve=[SpendPoint(seconds=round(t, 3), cost_usd=u) for t, u in totals.curve],
+            cost_per_verified_task=(
+                to_usd(to_nanos(total_usd) // len(verified)) if verified else None
+            ),
             model_calls=totals.calls,
         ),
+        warnings=_warnings(totals.warnings),
         predicate=(
             PredicateBlock(
                 command=night.spec.predicate.command,
                 met=s.last_predicate.met,
                 exit_code=s.last_predicate.exit_code,
                 detail=s.last_predicate.detail[-1500:],
+                timed_out=s.last_predicate.timed_out,
+                ran=s.last_predicate.ran,
             )
             if s.last_predicate
             else None

@@ -74,7 +74,7 @@ def test_the_cap_fires_after_the_refund_and_the_email_and_a_resume_finishes(
             # The arithmetic in night.toml: three tasks at $0.009075, over the $0.025 finish
             # line, and no call refused on the way (the stop fell between tasks).
             money = r["budgets"]["cost_usd"]
-            assert money["used"] == pytest.approx(0.027225)
+            assert money["at_stop"] == pytest.approx(0.027225)
             assert money["stop_at"] == pytest.approx(0.025) and money["refused_at"] is None
 
             state = service.state()

@@ -1,12 +1,18 @@
 """A local HTTP server that answers with recorded responses, in order, and keeps every request
-it received. It listens on 127.0.0.1 only, in a thread; ``close`` stops it."""
+it received. It listens on 127.0.0.1 only, in a thread; ``close`` stops it.
+
+A response can also be broken the way networks break them: cut after some bytes (the
+connection closes with the body short of its ``content-length``), or stalled after some bytes
+(the rest follows only after a pause, long enough for a client's read timeout)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import time
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -14,6 +20,22 @@ from tests.models.cassettes import Interaction
 
 #: Headers the server recomputes or that describe the recording's own connection.
 _DROPPED = {"content-length", "transfer-encoding", "connection", "content-encoding", "keep-alive"}
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """How to break one response: stop after ``after`` bytes of its body, then either close
+    the connection (``stall_s`` 0) or wait ``stall_s`` seconds before the rest."""
+
+    after: int
+    stall_s: float = 0.0
+
+
+@dataclass
+class Queued:
+    interaction: Interaction
+    headers: dict[str, str] = field(default_factory=dict)
+    breakage: Breakage | None = None
 
 
 @dataclass
@@ -26,7 +48,7 @@ class Received:
 
 class ReplayServer:
     def __init__(self) -> None:
-        self.queue: deque[tuple[Interaction, dict[str, str]]] = deque()
+        self.queue: deque[Queued] = deque()
         self.received: list[Received] = []
         self._lock = threading.Lock()
         server = self
@@ -58,18 +80,24 @@ class ReplayServer:
                     payload = b'{"error": {"type": "api_error", "message": "replay exhausted"}}'
                     self._send(599, {"content-type": "application/json"}, payload, None)
                     return
-                interaction, extra = item
+                interaction = item.interaction
                 headers = {k: v for k, v in interaction.headers.items() if k not in _DROPPED}
-                headers.update(extra)
+                headers.update(item.headers)
                 if interaction.wire_encoding == "gzip":
-                    self._send(interaction.status, headers, interaction.wire_body, "gzip")
+                    body, encoding = interaction.wire_body, "gzip"
                 else:
-                    self._send(interaction.status, headers, interaction.body, None)
+                    body, encoding = interaction.body, None
+                self._send(interaction.status, headers, body, encoding, item.breakage)
 
             do_GET = do_POST
 
             def _send(
-                self, status: int, headers: dict[str, str], body: bytes, encoding: str | None
+                self,
+                status: int,
+                headers: dict[str, str],
+                body: bytes,
+                encoding: str | None,
+                breakage: Breakage | None = None,
             ) -> None:
                 self.send_response(status)
                 for key, value in headers.items():
@@ -78,7 +106,16 @@ class ReplayServer:
                     self.send_header("content-encoding", encoding)
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if breakage is None:
+                    self.wfile.write(body)
+                    return
+                self.wfile.write(body[: breakage.after])
+                self.wfile.flush()
+                if breakage.stall_s > 0:
+                    time.sleep(breakage.stall_s)
+                    with contextlib.suppress(OSError):  # the client may have given up
+                        self.wfile.write(body[breakage.after :])
+                self.close_connection = True
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -92,10 +129,13 @@ class ReplayServer:
         host, port = self.httpd.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def serve(self, interaction: Interaction, **extra_headers: str) -> None:
+    def serve(
+        self, interaction: Interaction, breakage: Breakage | None = None, **extra_headers: str
+    ) -> None:
         """Queue one recorded response (``extra_headers`` added or replaced, e.g. to compose a
-        ``retry-after`` the recording did not keep)."""
-        self.queue.append((interaction, {k.replace("_", "-"): v for k, v in extra_headers.items()}))
+        ``retry-after`` the recording did not keep), broken as ``breakage`` says."""
+        headers = {k.replace("_", "-"): v for k, v in extra_headers.items()}
+        self.queue.append(Queued(interaction, headers, breakage))
 
     def close(self) -> None:
         self.httpd.shutdown()

@@ -33,7 +33,7 @@ from overnight.models.prices import price_for
 from overnight.models.provider_errors import ProviderError
 from overnight.models.providers import build_client
 from overnight.models.retry import RetryingClient
-from overnight.models.types import ModelRequest, ModelResponse
+from overnight.models.types import ModelRequest, ModelResponse, estimate_input_tokens
 from overnight.spec import ModelSpec
 from overnight.store.journal import Journal, read_journal
 from overnight.trace import Trace
@@ -630,11 +630,18 @@ def test_an_incomplete_zero_usage_answer_is_flagged_in_the_trace(
         clock.monotonic,
         BudgetFractions(),
     )
-    response = gateway.call(request_for(interaction))
+    request = request_for(interaction)
+    response = gateway.call(request)
     assert response.stop_reason == "max_tokens" and response.text()
-    assert ledger.spent_usd == 0.0
+    # Zero usage on an answer that produced text cannot be the bill: the worst case is booked.
+    worst = ledger.worst_case("gpt-4o", estimate_input_tokens(request), request.max_tokens)
+    assert worst > 0 and ledger.spent_usd == worst
+    assert not response.usage_known and response.usage.output == request.max_tokens
     (call,) = [e for e in read_journal(tmp_path / "trace.jsonl") if e["kind"] == "model_call"]
     assert "zero usage" in call["usage_warning"]
+    assert call["booked_at_worst_case"] is True
+    (spent,) = [r for r in read_journal(tmp_path / "spend.jsonl") if r["kind"] == "spend"]
+    assert [w["kind"] for w in spent["warnings"]] == ["usage_unknown"]
 
 
 # -- the beta path and the compatible flavour -------------------------------------------------

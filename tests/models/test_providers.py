@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import genai_prices
 import pytest
 
 from overnight.clock import FakeClock
-from overnight.core.budget import Price, Usage
+from overnight.core.budget import Price, PriceTier, Usage
 from overnight.core.errors import ConfigError, ModelCallFailed
 from overnight.models.anthropic_provider import AnthropicClient
 from overnight.models.openai_convert import chat_messages, responses_input
@@ -152,15 +153,25 @@ def test_prices_come_from_genai_prices_and_the_spec_wins(repo: Path) -> None:
 
 
 def test_tiers_times_and_missing_cache_rates() -> None:
-    # tiered (more past 200K input tokens): the base tier
-    assert price_for("claude-sonnet-4-5", "anthropic", {}) == Price(3.0, 15.0, 0.3, 3.75, 6.0)
+    # tiered (more past 200K input tokens): the base tier, and the tier above it
+    sonnet = price_for("claude-sonnet-4-5", "anthropic", {})
+    assert sonnet == Price(
+        3.0,
+        15.0,
+        0.3,
+        3.75,
+        6.0,
+        tiers=(PriceTier(200_000, Price(6.0, 22.5, 0.6, 7.5, 12.0)),),
+    )
     # no cache-write price (OpenAI bills writes as input): the input rate, for both TTLs
     assert price_for("gpt-4o", "openai", {}) == Price(2.5, 10.0, 1.25, 2.5, 2.5)
     # one cache-write rate (1.25x) and a price cut on 2026-08-21: the price in force
     before = genai_price("gpt-5.6-sol", "openai", datetime(2026, 7, 1, tzinfo=UTC))
     after = genai_price("gpt-5.6-sol", "openai", datetime(2026, 9, 1, tzinfo=UTC))
-    assert before == Price(5.0, 30.0, 0.5, 6.25, 6.25)
-    assert after == Price(4.0, 20.0, 0.4, 5.0, 5.0)
+    assert before is not None and after is not None
+    assert replace(before, tiers=()) == Price(5.0, 30.0, 0.5, 6.25, 6.25)
+    assert replace(after, tiers=()) == Price(4.0, 20.0, 0.4, 5.0, 5.0)
+    assert [t.above for t in before.tiers] == [t.above for t in after.tiers] == [272_000]
     # the python provider lets genai-prices find the provider by the model's name
     assert price_for("gpt-4o-mini", "python", {}) == price_for("gpt-4o-mini", "openai", {})
 

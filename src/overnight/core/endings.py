@@ -268,6 +268,10 @@ def recompute_from_budgets(budgets: BudgetsView) -> str | None:
 def agrees_with_budgets(stop_reason: str, budgets: BudgetsView) -> bool:
     """Does a terminal result's ``stop_reason`` agree with its own budgets block?
 
+    The block is judged by what each budget had used when the stop was decided (``at_stop``
+    when a reading carries it, else ``used``): the closing summary spends after the decision,
+    so a result's final ``used`` may sit past a line the decision never saw crossed.
+
     A budget-type reason must be exactly what the block implies. DRIFT_DETECTED, NO_PROGRESS,
     QUEUE_EMPTY_GOAL_UNMET and a signal-driven TIME_LIMIT are checked after the budgets, so
     the block must show none exhausted. GOAL_MET outranks budgets and UNRECOVERABLE_ERROR

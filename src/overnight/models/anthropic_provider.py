@@ -8,6 +8,10 @@ default (``messages.stream``); ``stream=False`` uses ``messages.create``. A requ
 Only text and ``tool_use`` blocks come back as content; thinking and server-tool blocks are
 left out of the content, but their tokens are in the usage, which ``overnight.models.usage``
 reads from the raw ``usage`` objects (for a stream: ``message_start`` and ``message_delta``).
+
+Everything that reads an answer (a stream being consumed, a message being converted) runs in
+``reading_answer``: a stream that breaks or carries an error event, and a message that cannot
+be converted, fail as possibly billed, so the gateway books them at their worst case.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import Any, cast
 
 import anthropic
 
-from overnight.models.provider_errors import ProviderError, translate
+from overnight.core.budget import Usage
+from overnight.models.provider_errors import ProviderError, reading_answer, translate
 from overnight.models.types import (
     ContentBlock,
     ModelRequest,
@@ -79,11 +84,10 @@ def to_response(message: object, record: UsageRecord) -> ModelResponse:
             content.append(RedactedThinkingBlock(data=str(getattr(block, "data", ""))))
     stop = getattr(message, "stop_reason", None)
     model = getattr(message, "model", None)
-    return ModelResponse(
+    return ModelResponse.billed(
+        record,
         content=content,
         stop_reason=stop if isinstance(stop, str) else None,
-        usage=record.usage,
-        usage_warning=record.warning,
         model=model if isinstance(model, str) else None,
     )
 
@@ -161,8 +165,7 @@ class AnthropicClient:
         args = self._arguments(request, output_config)
         if self.stream:
             return _streamed(self.sdk.messages.stream(**args))
-        message = self.sdk.messages.create(**args, stream=False)
-        return to_response(message, from_anthropic(_usage_dict(message.usage)))
+        return _converted(self.sdk.messages.create(**args, stream=False))
 
     def _beta(self, request: ModelRequest) -> ModelResponse:
         assert request.task_budget_tokens is not None
@@ -175,20 +178,36 @@ class AnthropicClient:
         args["betas"] = [TASK_BUDGET_BETA]
         if self.stream:
             return _streamed(self.sdk.beta.messages.stream(**args))
-        message = self.sdk.beta.messages.create(**args, stream=False)
+        return _converted(self.sdk.beta.messages.create(**args, stream=False))
+
+
+def _converted(message: Any) -> ModelResponse:
+    """A (standard or beta) message that arrived whole."""
+
+    def reported() -> Usage | None:
+        return from_anthropic(_usage_dict(message.usage)).usage
+
+    with reading_answer(PROVIDER, reported):
         return to_response(message, from_anthropic(_usage_dict(message.usage)))
 
 
 def _streamed(manager: Any) -> ModelResponse:
     """Consume a (standard or beta) message stream, keeping the raw ``message_start`` and
-    final ``message_delta`` usage for ``overnight.models.usage`` to merge."""
+    final ``message_delta`` usage for ``overnight.models.usage`` to merge. Entering the manager
+    sends the request (an error status is raised there, unbilled); what fails after that, while
+    the answer streams in, may have been billed."""
     start: dict[str, object] | None = None
     delta: dict[str, object] | None = None
-    with manager as stream:
+
+    def reported() -> Usage | None:
+        # The final message_delta states the whole bill; without it nothing final was said.
+        return from_anthropic_stream(start, delta).usage if delta is not None else None
+
+    with manager as stream, reading_answer(PROVIDER, reported):
         for event in stream:
             if event.type == "message_start":
                 start = _usage_dict(event.message.usage)
             elif event.type == "message_delta":
                 delta = _usage_dict(event.usage)
         final = stream.get_final_message()
-    return to_response(final, from_anthropic_stream(start, delta))
+        return to_response(final, from_anthropic_stream(start, delta))

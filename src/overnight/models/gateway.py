@@ -1,9 +1,24 @@
-"""Every model call goes through ``ModelGateway.call``: reserve the worst case (refusing the
-call if it would cross a line), write the reservation to the spend journal durably, call,
-price every usage field, record, trace.
+"""Every model call goes through ``ModelGateway.call``, and every attempt at it is booked.
+
+Per attempt (a retrying client makes several, each of which a provider may bill): reserve the
+worst case, refusing the attempt if it would cross a line; write the reservation to the spend
+journal durably; make the attempt; then book it and write what was booked:
+
+- an answer with a readable bill: that bill, every usage field priced at its own rate and at
+  the price tier its input falls in, even when it is more than was reserved (it was spent; a
+  ``over_reservation`` warning says so, and the next stop check sees the money);
+- an answer whose bill is missing or unreadable, or an answer that cannot be read at all: the
+  reservation, its worst case, with a warning;
+- a failed attempt the provider may have billed (a timeout after the request was sent, a
+  stream that broke or carried an error): the bill the provider reported, else the worst case,
+  with a warning;
+- a failed attempt that cannot have been billed (an error status, a connection never made),
+  and a python model that raised: released.
 
 The spend journal is the record of money: on resume the ledger is rebuilt from it, and a
 reservation with no recorded answer (the process died mid-call) counts at its worst case.
+Warnings travel in the journal's spend records, so that ``result.json`` lists every one of the
+run's, across all its processes.
 """
 
 from __future__ import annotations
@@ -15,12 +30,18 @@ from typing import Any, Literal
 
 from overnight.core.budget import (
     Band,
+    Booking,
     BudgetFractions,
     Ledger,
+    Reservation,
     Usage,
     money_band,
+    to_nanos,
+    to_usd,
 )
 from overnight.core.errors import BudgetRefused, ModelCallFailed, RunError
+from overnight.models.provider_errors import ProviderError
+from overnight.models.retry import MeteredClient
 from overnight.models.seam import ModelClient
 from overnight.models.types import (
     ModelRequest,
@@ -62,15 +83,52 @@ def with_notice_at_end(messages: list[dict[str, Any]], notice: str) -> list[dict
     return out
 
 
+#: The kinds of money warning a run reports (``result.json`` ``warnings``).
+WarningKind = Literal[
+    "usage_unknown",
+    "answer_unreadable",
+    "attempt_failed",
+    "over_reservation",
+    "usage_suspect",
+    "unanswered_reservation",
+]
+
+
 @dataclass
 class SpendTotals:
-    usd: float = 0.0
+    """The spend journal folded: money in whole nano-dollars, dollars as properties."""
+
+    nanos: int = 0
     tokens: int = 0
-    dangling_usd: float = 0.0
+    dangling_nanos: int = 0
     dangling_tokens: int = 0
     curve: list[tuple[float, float]] = field(default_factory=list)
-    by_purpose: dict[str, float] = field(default_factory=dict)
+    by_purpose_nanos: dict[str, int] = field(default_factory=dict)
     calls: int = 0
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def usd(self) -> float:
+        return to_usd(self.nanos)
+
+    @property
+    def dangling_usd(self) -> float:
+        return to_usd(self.dangling_nanos)
+
+    @property
+    def total_nanos(self) -> int:
+        """Booked, plus reservations that never had an answer at their worst case."""
+        return self.nanos + self.dangling_nanos
+
+    @property
+    def by_purpose(self) -> dict[str, float]:
+        return {k: to_usd(v) for k, v in self.by_purpose_nanos.items()}
+
+
+UNANSWERED = (
+    "a reservation has no answer in the spend journal (the process ended during the call); "
+    "it counts at its worst case"
+)
 
 
 def spend_totals(records: list[dict[str, Any]]) -> SpendTotals:
@@ -85,16 +143,240 @@ def spend_totals(records: list[dict[str, Any]]) -> SpendTotals:
             open_.pop(str(rec["id"]), None)
         elif kind == "spend":
             open_.pop(str(rec["id"]), None)
-            totals.usd += float(rec["usd"])
+            nanos = to_nanos(float(rec["usd"]))
+            totals.nanos += nanos
             totals.tokens += int(rec["tokens"])
             totals.calls += 1
             purpose = str(rec.get("purpose", "?"))
-            totals.by_purpose[purpose] = totals.by_purpose.get(purpose, 0.0) + float(rec["usd"])
+            totals.by_purpose_nanos[purpose] = totals.by_purpose_nanos.get(purpose, 0) + nanos
             totals.curve.append((float(rec.get("t", 0.0)), totals.usd))
+            for warning in rec.get("warnings") or []:
+                totals.warnings.append(
+                    {
+                        **warning,
+                        "purpose": purpose,
+                        "attempt": rec.get("attempt"),
+                        "reserved_usd": rec.get("reserved_usd"),
+                        "booked_usd": to_usd(nanos),
+                        "seconds": rec.get("t"),
+                    }
+                )
     for rec in open_.values():
-        totals.dangling_usd += float(rec["usd"])
+        nanos = to_nanos(float(rec["usd"]))
+        totals.dangling_nanos += nanos
         totals.dangling_tokens += int(rec["tokens"])
+        totals.warnings.append(
+            {
+                "kind": "unanswered_reservation",
+                "message": UNANSWERED,
+                "purpose": rec.get("purpose"),
+                "attempt": rec.get("attempt"),
+                "reserved_usd": to_usd(nanos),
+                "booked_usd": to_usd(nanos),
+                "seconds": rec.get("t"),
+            }
+        )
     return totals
+
+
+def _warning(kind: WarningKind, message: str) -> dict[str, str]:
+    return {"kind": kind, "message": message}
+
+
+class CallMeter:
+    """The attempts at one call: each reserved before it is made, and booked or released
+    after it. The retrying client calls ``begin`` and ``failed``; the gateway settles the
+    attempt that answered (``answered``, ``unreadable``) or that raised something other than a
+    ``ProviderError`` (``abandoned``)."""
+
+    def __init__(
+        self, gateway: ModelGateway, request: ModelRequest, line: Literal["work", "reserve"]
+    ) -> None:
+        self.gateway = gateway
+        self.request = request
+        self.line = line
+        self.estimate = estimate_input_tokens(request)
+        self.attempts = 0
+        self._open: tuple[Reservation, str] | None = None
+
+    # -- the attempt-level seam (``overnight.models.retry.AttemptMeter``) --------------------
+
+    def begin(self) -> None:
+        if self._open is not None:
+            raise RuntimeError("an attempt began before the previous one was settled")
+        g, r = self.gateway, self.request
+        self.attempts += 1
+        try:
+            reservation = g.ledger.reserve(
+                r.model, self.estimate, r.max_tokens, r.cache_ttl, line=self.line
+            )
+        except BudgetRefused as refused:
+            g.trace.event(
+                "decision",
+                decision="call_refused",
+                purpose=r.purpose,
+                attempt=self.attempts,
+                budget=refused.budget,
+                detail=refused.detail,
+            )
+            raise
+        call_id = uuid.uuid4().hex[:12]
+        g.spend.append(
+            {
+                "kind": "reserve",
+                "id": call_id,
+                "usd": reservation.worst_usd,
+                "tokens": reservation.worst_tokens,
+                "purpose": r.purpose,
+                "model": r.model,
+                "attempt": self.attempts,
+                "t": g.seconds(),
+            }
+        )
+        self._open = (reservation, call_id)
+
+    def failed(self, err: ProviderError) -> None:
+        reservation, call_id = self._take()
+        if err.usage is None and not err.maybe_billed:
+            self._release(call_id, reservation, error=str(err))
+            return
+        booking = self.gateway.ledger.book(self.request.model, err.usage, reservation)
+        if err.usage is None:
+            text = (
+                f"attempt {self.attempts} failed after the provider had the request ({err}); "
+                "booked at its worst case"
+            )
+        else:
+            text = f"attempt {self.attempts} failed ({err}); booked at the usage it reported"
+        warnings = [_warning("attempt_failed", text)]
+        if booking.over_reservation:
+            warnings.append(_over(booking))
+        self._book(call_id, booking, err.usage, warnings, error=str(err))
+
+    # -- the gateway's side ------------------------------------------------------------------
+
+    def answered(self, response: ModelResponse) -> ModelResponse:
+        """Book the attempt that answered. An unknown bill books the reservation, and the
+        response is handed on carrying that worst case as its usage."""
+        reservation, call_id = self._take()
+        r = self.request
+        usage = response.usage if response.usage_known else None
+        booking = self.gateway.ledger.book(r.model, usage, reservation)
+        warnings: list[dict[str, str]] = []
+        if usage is None:
+            why = response.usage_warning or "the answer carried no usage"
+            warnings.append(_warning("usage_unknown", why))
+        elif response.usage_warning:
+            warnings.append(_warning("usage_suspect", response.usage_warning))
+        if booking.over_reservation:
+            warnings.append(_over(booking))
+        self._book(call_id, booking, usage, warnings, response=response)
+        if usage is None:
+            worst = self.gateway.ledger.worst_usage(
+                r.model, self.estimate, r.max_tokens, r.cache_ttl
+            )
+            response = response.model_copy(update={"usage": worst})
+        return response
+
+    def unreadable(self, detail: str) -> None:
+        """The attempt answered with something that cannot be read: paid for, so the
+        reservation is booked."""
+        if self._open is None:
+            return
+        reservation, call_id = self._take()
+        booking = self.gateway.ledger.book(self.request.model, None, reservation)
+        text = f"the answer could not be read ({detail}); booked at its worst case"
+        self._book(call_id, booking, None, [_warning("answer_unreadable", text)], error=detail)
+
+    def abandoned(self, exc: BaseException) -> None:
+        """The attempt raised something that says nothing of a bill (a python model's own
+        exception): released."""
+        if self._open is None:
+            return
+        reservation, call_id = self._take()
+        self._release(call_id, reservation, error=repr(exc))
+
+    # -- journal and trace -------------------------------------------------------------------
+
+    def _take(self) -> tuple[Reservation, str]:
+        if self._open is None:
+            raise RuntimeError("no attempt is open")
+        opened, self._open = self._open, None
+        return opened
+
+    def _release(self, call_id: str, reservation: Reservation, *, error: str) -> None:
+        g, r = self.gateway, self.request
+        g.ledger.release(reservation)
+        g.spend.append(
+            {"kind": "release", "id": call_id, "attempt": self.attempts, "t": g.seconds()}
+        )
+        g.trace.event(
+            "model_call",
+            purpose=r.purpose,
+            model=r.model,
+            attempt=self.attempts,
+            reserved_usd=reservation.worst_usd,
+            released=True,
+            error=error[:500],
+        )
+
+    def _book(
+        self,
+        call_id: str,
+        booking: Booking,
+        usage: Usage | None,
+        warnings: list[dict[str, str]],
+        *,
+        response: ModelResponse | None = None,
+        error: str | None = None,
+    ) -> None:
+        g, r = self.gateway, self.request
+        record: dict[str, Any] = {
+            "kind": "spend",
+            "id": call_id,
+            "usd": booking.usd,
+            "tokens": booking.tokens,
+            "usage": _usage_dict(usage) if usage is not None else None,
+            "purpose": r.purpose,
+            "model": r.model,
+            "attempt": self.attempts,
+            "reserved_usd": to_usd(booking.reserved_nanos or 0),
+            "t": g.seconds(),
+        }
+        if warnings:
+            record["warnings"] = warnings
+        g.spend.append(record)
+        event: dict[str, Any] = {
+            "purpose": r.purpose,
+            "model": r.model,
+            "attempt": self.attempts,
+            "reserved_usd": record["reserved_usd"],
+            "cost_usd": booking.usd,
+            "usage": record["usage"],
+            "booked_at_worst_case": booking.at_reservation,
+        }
+        if response is not None:
+            event.update(
+                stop_reason=response.stop_reason,
+                tool_calls=[u.name for u in response.tool_uses()],
+                text=response.text()[:500],
+            )
+            if response.usage_warning:
+                event["usage_warning"] = response.usage_warning
+        if error is not None:
+            event["error"] = error[:500]
+        if warnings:
+            event["warnings"] = warnings
+        g.trace.event("model_call", **event)
+
+
+def _over(booking: Booking) -> dict[str, str]:
+    return _warning(
+        "over_reservation",
+        f"billed ${booking.usd} and {booking.tokens:,} tokens against "
+        f"${to_usd(booking.reserved_nanos or 0)} and {booking.reserved_tokens or 0:,} "
+        "tokens reserved; booked in full",
+    )
 
 
 class ModelGateway:
@@ -127,71 +409,36 @@ class ModelGateway:
                 request = request.model_copy(
                     update={"messages": with_notice_at_end(request.messages, notice)}
                 )
-        estimate = estimate_input_tokens(request)
+        meter = CallMeter(self, request, line)
         try:
-            reservation = self.ledger.reserve(
-                request.model, estimate, request.max_tokens, request.cache_ttl, line=line
-            )
-        except BudgetRefused as refused:
-            self.trace.event(
-                "decision",
-                decision="call_refused",
-                purpose=request.purpose,
-                budget=refused.budget,
-                detail=refused.detail,
-            )
-            raise
-        call_id = uuid.uuid4().hex[:12]
-        self.spend.append(
-            {
-                "kind": "reserve",
-                "id": call_id,
-                "usd": reservation.worst_usd,
-                "tokens": reservation.worst_tokens,
-                "purpose": request.purpose,
-                "model": request.model,
-                "t": self.seconds(),
-            }
-        )
-        try:
-            raw = self.client.complete(request)
-            response = coerce_response(raw)
+            raw = self._attempts(request, meter)
+        except BudgetRefused:
+            raise  # traced by the meter; nothing is open
         except Exception as exc:
-            self.ledger.release(reservation)
-            self.spend.append({"kind": "release", "id": call_id, "t": self.seconds()})
-            self.trace.event(
-                "model_call", purpose=request.purpose, model=request.model, error=repr(exc)
-            )
+            meter.abandoned(exc)
             if isinstance(exc, RunError):
                 raise
             raise ModelCallFailed(f"{request.purpose} call failed: {exc!r}") from exc
-        cost = self.ledger.record(request.model, response.usage, reservation)
-        self.spend.append(
-            {
-                "kind": "spend",
-                "id": call_id,
-                "usd": cost,
-                "tokens": response.usage.total_tokens,
-                "usage": _usage_dict(response.usage),
-                "purpose": request.purpose,
-                "model": request.model,
-                "t": self.seconds(),
-            }
-        )
-        warning = {"usage_warning": response.usage_warning} if response.usage_warning else {}
-        self.trace.event(
-            "model_call",
-            purpose=request.purpose,
-            model=request.model,
-            reserved_usd=round(reservation.worst_usd, 6),
-            cost_usd=round(cost, 6),
-            usage=_usage_dict(response.usage),
-            stop_reason=response.stop_reason,
-            tool_calls=[u.name for u in response.tool_uses()],
-            text=response.text()[:500],
-            **warning,
-        )
-        return response
+        try:
+            response = coerce_response(raw)
+        except ModelCallFailed as exc:
+            meter.unreadable(exc.detail)
+            raise
+        return meter.answered(response)
+
+    def _attempts(
+        self, request: ModelRequest, meter: CallMeter
+    ) -> ModelResponse | dict[str, object]:
+        """The client's answer, every attempt metered: by the client itself when it makes
+        several, else as the single attempt it is."""
+        if isinstance(self.client, MeteredClient):
+            return self.client.complete_metered(request, meter)
+        meter.begin()
+        try:
+            return self.client.complete(request)
+        except ProviderError as err:
+            meter.failed(err)
+            raise
 
 
 def _usage_dict(usage: Usage) -> dict[str, int]:

@@ -10,6 +10,7 @@ from typing import Any
 from openai.types.chat import ChatCompletion, ChatCompletionChunk
 from openai.types.responses import Response
 
+from overnight.core.budget import Usage
 from overnight.core.errors import ModelCallFailed
 from overnight.models.provider_errors import ProviderError
 from overnight.models.types import (
@@ -209,13 +210,25 @@ def response_from_chat(completion: ChatCompletion) -> ModelResponse:
         )
     usage = completion.usage.to_dict(mode="json") if completion.usage else None
     record = from_openai_chat(usage, incomplete=choice.finish_reason == "length")
-    return ModelResponse(
+    return ModelResponse.billed(
+        record,
         content=content,
         stop_reason=_stop(content, choice.finish_reason, CHAT_STOP),
-        usage=record.usage,
-        usage_warning=record.warning,
         model=completion.model,
     )
+
+
+def chat_usage(completion: ChatCompletion) -> Usage | None:
+    """The bill a chat completion states, when it states one that can be read."""
+    usage = completion.usage.to_dict(mode="json") if completion.usage else None
+    return from_openai_chat(usage).usage
+
+
+def responses_usage(response: Response | None) -> Usage | None:
+    """The bill a Responses answer states (a failed one included), when it can be read."""
+    if response is None or response.usage is None:
+        return None
+    return from_openai_responses(response.usage.to_dict(mode="json")).usage
 
 
 def response_from_chat_stream(chunks: Iterable[ChatCompletionChunk]) -> ModelResponse:
@@ -252,11 +265,10 @@ def response_from_chat_stream(chunks: Iterable[ChatCompletionChunk]) -> ModelRes
             ToolUseBlock(id=slot["id"], name=slot["name"], input=parse_arguments(slot["arguments"]))
         )
     record = from_openai_chat(usage, incomplete=finish == "length")
-    return ModelResponse(
+    return ModelResponse.billed(
+        record,
         content=content,
         stop_reason=_stop(content, finish, CHAT_STOP),
-        usage=record.usage,
-        usage_warning=record.warning,
         model=model,
     )
 
@@ -273,6 +285,8 @@ def response_from_responses(response: Response, provider: str = "openai") -> Mod
             status=500 if retryable else None,
             retryable=retryable,
             error_type=code,
+            maybe_billed=True,
+            usage=responses_usage(response),
         )
     content: list[ContentBlock] = []
     for item in response.output:
@@ -295,10 +309,4 @@ def response_from_responses(response: Response, provider: str = "openai") -> Mod
         stop = _stop(
             content, "end_turn" if response.status in ("completed", None) else response.status, {}
         )
-    return ModelResponse(
-        content=content,
-        stop_reason=stop,
-        usage=record.usage,
-        usage_warning=record.warning,
-        model=response.model,
-    )
+    return ModelResponse.billed(record, content=content, stop_reason=stop, model=response.model)

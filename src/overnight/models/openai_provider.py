@@ -14,6 +14,11 @@ agent loop can report the problem to the model instead of the run failing). Stop
 to the Anthropic vocabulary: a function call -> ``tool_use``; ``length`` / incomplete for
 ``max_output_tokens`` -> ``max_tokens``; ``stop`` / ``completed`` -> ``end_turn``;
 ``content_filter`` -> ``refusal``; anything else passes through unchanged.
+
+Reading an answer (a stream being consumed, a response being converted) runs in
+``reading_answer``: a stream that breaks, carries an ``error`` event or ends without a final
+response, and a response that cannot be converted, fail as possibly billed, and a failed
+Responses answer hands on the usage it reports.
 """
 
 from __future__ import annotations
@@ -28,14 +33,16 @@ from openai.types.responses import Response, ResponseInputParam, ToolParam
 from overnight.models.openai_convert import (
     chat_messages,
     chat_tools,
+    chat_usage,
     response_from_chat,
     response_from_chat_stream,
     response_from_responses,
     responses_input,
     responses_tools,
+    responses_usage,
     system_text,
 )
-from overnight.models.provider_errors import ProviderError, translate
+from overnight.models.provider_errors import ProviderError, reading_answer, translate
 from overnight.models.types import ModelRequest, ModelResponse
 
 Api = Literal["chat", "responses"]
@@ -107,11 +114,12 @@ class OpenAIClient:
             kwargs["reasoning_effort"] = request.effort
         if not self.stream:
             completion: ChatCompletion = self.sdk.chat.completions.create(**kwargs, stream=False)
-            return response_from_chat(completion)
+            with reading_answer(self.provider, lambda: chat_usage(completion)):
+                return response_from_chat(completion)
         chunks = self.sdk.chat.completions.create(
             **kwargs, stream=True, stream_options={"include_usage": True}
         )
-        with chunks:
+        with chunks, reading_answer(self.provider):
             return response_from_chat_stream(chunks)
 
     def _responses(self, request: ModelRequest) -> ModelResponse:
@@ -132,11 +140,12 @@ class OpenAIClient:
             kwargs["reasoning"] = {"effort": request.effort}
         if not self.stream:
             response: Response = self.sdk.responses.create(**kwargs, stream=False)
-            return response_from_responses(response, self.provider)
+            with reading_answer(self.provider, lambda: responses_usage(response)):
+                return response_from_responses(response, self.provider)
         events = self.sdk.responses.create(**kwargs, stream=True)
         final: Response | None = None
         items: list[Any] = []
-        with events:
+        with events, reading_answer(self.provider, lambda: responses_usage(final)):
             for event in events:
                 if event.type in ("response.completed", "response.incomplete", "response.failed"):
                     final = event.response
@@ -151,13 +160,13 @@ class OpenAIClient:
                         retryable=event.code in ("server_error", "rate_limit_exceeded", None),
                         error_type=event.code,
                     )
-        if final is None:
-            raise ProviderError(
-                self.provider,
-                "the stream ended without a final response",
-                status=None,
-                retryable=True,
-            )
-        if not final.output and items:
-            final = final.model_copy(update={"output": items})
-        return response_from_responses(final, self.provider)
+            if final is None:
+                raise ProviderError(
+                    self.provider,
+                    "the stream ended without a final response",
+                    status=None,
+                    retryable=True,
+                )
+            if not final.output and items:
+                final = final.model_copy(update={"output": items})
+            return response_from_responses(final, self.provider)

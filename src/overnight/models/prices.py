@@ -12,27 +12,35 @@ fetched over the network, so a run's prices do not change under it):
 - time-dependent prices: the price in force now (``datetime.now``);
 - request variants (batch, priority, flex or fast service tiers): not applied, the standard
   price is used, as the harness sends standard requests;
-- tiered prices (e.g. a higher rate past 200K input tokens): the base tier. A prompt past the
-  first tier is billed by the provider at the higher rate, which the ledger will under-count;
-  keep prompts under the threshold or give the model's tier rates in ``[prices.<model>]``;
+- tiered prices (e.g. a higher rate past 200K input tokens): every tier, as ``Price.tiers``.
+  A tier's rate applies to every token of a call whose input (uncached, cache reads and cache
+  writes together) is past its start, as genai-prices computes it; the ledger reserves at the
+  dearest tier the request's size can reach and books at the tier its usage falls in. A
+  ``[prices.<model>]`` table has no tiers: it is the one price of the model;
 - ``input_mtok`` -> input, ``output_mtok`` -> output, ``cache_read_mtok`` -> cache_read
   (absent: the input rate), ``cache_write_5m_mtok`` or ``cache_write_mtok`` -> cache_write_5m
   (absent: the input rate; OpenAI models without a cache-write price bill writes as input),
   ``cache_write_1h_mtok`` -> cache_write_1h (absent: the 5-minute write rate).
 
 A model with no input or output token price (an image or audio model) cannot be priced.
+
+genai-prices gives rates as ``Decimal``. They become the ``Price``'s floats, whose shortest
+repr is the decimal again (every published rate has far fewer than 15 significant digits, and
+``price_for`` checks it), and the ledger computes on those decimals: no binary rounding enters
+a bill.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
 
 from genai_prices.data_snapshot import get_snapshot
 from genai_prices.types import ModelPrice, TieredPrices
 
-from overnight.core.budget import Price
+from overnight.core.budget import Price, PriceTier
 from overnight.core.errors import ConfigError
 
 #: Our provider names -> genai-prices provider ids (None: let genai-prices match the model).
@@ -44,17 +52,76 @@ GENAI_PROVIDER: dict[str, str | None] = {
 }
 
 
-def _rate(model_price: ModelPrice, key: str) -> float | None:
+def _decimal_rate(model_price: ModelPrice, key: str, above: int | None) -> Decimal | None:
+    """The rate of ``key`` for a call whose input is past ``above`` tokens (None: the base)."""
     value = getattr(model_price, key, None)
     if isinstance(value, TieredPrices):
-        value = value.base
+        rate = value.base
+        for tier in value.tiers:
+            if above is not None and above >= tier.start:
+                rate = tier.price
+        return rate
     if isinstance(value, Decimal):
-        return float(value)
+        return value
     return None
 
 
+def _float(rate: Decimal) -> float:
+    """``rate`` as a float whose shortest repr is ``rate`` itself."""
+    value = float(rate)
+    if Decimal(repr(value)) != rate:
+        raise ConfigError(
+            "prices",
+            f"the rate {rate} cannot be held exactly",
+            "give the model's rates in a [prices.<model>] table",
+        )
+    return value
+
+
+def _rates(model_price: ModelPrice, above: int | None) -> Price | None:
+    input_rate = _decimal_rate(model_price, "input_mtok", above)
+    output_rate = _decimal_rate(model_price, "output_mtok", above)
+    if input_rate is None or output_rate is None:
+        return None
+    read = _decimal_rate(model_price, "cache_read_mtok", above)
+    write_5m = _decimal_rate(model_price, "cache_write_5m_mtok", above)
+    if write_5m is None:
+        write_5m = _decimal_rate(model_price, "cache_write_mtok", above)
+    if write_5m is None:
+        write_5m = input_rate
+    write_1h = _decimal_rate(model_price, "cache_write_1h_mtok", above)
+    return Price(
+        input=_float(input_rate),
+        output=_float(output_rate),
+        cache_read=_float(input_rate if read is None else read),
+        cache_write_5m=_float(write_5m),
+        cache_write_1h=_float(write_5m if write_1h is None else write_1h),
+    )
+
+
+def _tier_starts(model_price: ModelPrice) -> list[int]:
+    starts: set[int] = set()
+    for key in RATE_KEYS:
+        value = getattr(model_price, key, None)
+        if isinstance(value, TieredPrices):
+            starts.update(int(t.start) for t in value.tiers)
+    return sorted(starts)
+
+
+#: The genai-prices keys a ``Price`` is made of.
+RATE_KEYS = (
+    "input_mtok",
+    "output_mtok",
+    "cache_read_mtok",
+    "cache_write_mtok",
+    "cache_write_5m_mtok",
+    "cache_write_1h_mtok",
+)
+
+
 def genai_price(model: str, provider: str, when: datetime | None = None) -> Price | None:
-    """The model's standard price from genai-prices, or None when it does not know it."""
+    """The model's standard price from genai-prices, its tiers included, or None when it does
+    not know it."""
     try:
         _provider, info = get_snapshot().find_provider_model(
             model, None, GENAI_PROVIDER.get(provider), None
@@ -62,24 +129,15 @@ def genai_price(model: str, provider: str, when: datetime | None = None) -> Pric
     except LookupError:
         return None
     rates = info.get_prices(when or datetime.now(UTC))
-    input_rate = _rate(rates, "input_mtok")
-    output_rate = _rate(rates, "output_mtok")
-    if input_rate is None or output_rate is None:
+    base = _rates(rates, None)
+    if base is None:
         return None
-    read = _rate(rates, "cache_read_mtok")
-    write_5m = _rate(rates, "cache_write_5m_mtok")
-    if write_5m is None:
-        write_5m = _rate(rates, "cache_write_mtok")
-    if write_5m is None:
-        write_5m = input_rate
-    write_1h = _rate(rates, "cache_write_1h_mtok")
-    return Price(
-        input=input_rate,
-        output=output_rate,
-        cache_read=input_rate if read is None else read,
-        cache_write_5m=write_5m,
-        cache_write_1h=write_5m if write_1h is None else write_1h,
-    )
+    tiers = []
+    for start in _tier_starts(rates):
+        tier = _rates(rates, start)
+        if tier is not None:
+            tiers.append(PriceTier(above=start, price=tier))
+    return replace(base, tiers=tuple(tiers))
 
 
 def price_for(model: str, provider: str, overrides: Mapping[str, Price]) -> Price:

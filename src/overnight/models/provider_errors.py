@@ -11,14 +11,28 @@ connection errors, and error events inside a stream whose type says overload, ra
 server error. Not retryable: every other 4xx (400, 401, 403, 404, 413, 422, ...), responses the
 SDK could not validate, and anything else. An explicit ``x-should-retry`` header from the
 provider overrides the status rule, as the providers intend it to.
+
+Whether a failed attempt may have been billed (``maybe_billed``) is read from where it failed.
+An error status answered before any output (4xx, 5xx, 529) was not billed, nor was a request
+that never left (the connection or the pool could not be had, the request could not be
+written). Everything that failed once the provider had the request may have been: a timeout
+waiting for the answer, a stream that broke or carried an error event, an answer that could
+not be read. Such an attempt is booked at its worst case unless the provider said what it
+billed (``usage``). Code that reads an answer runs inside ``reading_answer``, which marks
+whatever fails there as possibly billed.
 """
 
 from __future__ import annotations
 
 import email.utils
+import functools
+import importlib
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
+
+from overnight.core.budget import Usage
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
@@ -49,6 +63,8 @@ class ProviderError(Exception):
         retry_after: float | None = None,
         error_type: str | None = None,
         request_id: str | None = None,
+        maybe_billed: bool = False,
+        usage: Usage | None = None,
     ) -> None:
         self.provider = provider
         self.message = message
@@ -60,6 +76,11 @@ class ProviderError(Exception):
         """Seconds the provider asked to wait (``retry-after-ms`` / ``retry-after``), or None."""
         self.error_type = error_type
         self.request_id = request_id
+        self.maybe_billed = maybe_billed
+        """The provider had the request when the attempt failed, so it may have billed it."""
+        self.usage = usage
+        """What the provider said the failed attempt was billed, when it said (an OpenAI
+        ``response.failed`` carries its usage); None otherwise."""
         where = f"HTTP {status}" if status is not None else "no response"
         super().__init__(f"{provider} ({where}): {message}")
 
@@ -119,8 +140,9 @@ def _classify(
     request_id: str | None,
 ) -> ProviderError:
     message, kind = _body_error(body)
-    if status == 200 and kind is not None:
-        # An error event inside a stream that had opened with 200.
+    # An error event inside a stream that had opened with 200: output may have been made.
+    in_stream = status == 200
+    if in_stream and kind is not None:
         status = STREAM_ERROR_STATUS.get(kind, 500)
     retryable = is_retryable_status(status)
     should = {k.lower(): v for k, v in headers.items()}.get("x-should-retry")
@@ -134,7 +156,52 @@ def _classify(
         retry_after=parse_retry_after(headers),
         error_type=kind,
         request_id=request_id,
+        maybe_billed=in_stream,
     )
+
+
+#: Transport failures (httpx and its successors) that mean the request never reached the
+#: provider: nothing can have been billed.
+_NEVER_SENT = (
+    "ConnectError",
+    "ConnectTimeout",
+    "PoolTimeout",
+    "WriteError",
+    "WriteTimeout",
+    "LocalProtocolError",
+    "UnsupportedProtocol",
+    "ProxyError",
+)
+
+
+def _transport_modules() -> list[object]:
+    found: list[object] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            found.append(importlib.import_module(name))
+        except ImportError:
+            continue
+    return found
+
+
+@functools.cache
+def _transport_classes(*names: str) -> tuple[type[BaseException], ...]:
+    classes: list[type[BaseException]] = []
+    for module in _transport_modules():
+        for name in names:
+            cls = getattr(module, name, None)
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                classes.append(cls)
+    return tuple(classes)
+
+
+def never_sent(exc: BaseException | None) -> bool:
+    """Did ``exc`` (or the transport error it wraps) happen before the request was sent?"""
+    while exc is not None:
+        if isinstance(exc, _transport_classes(*_NEVER_SENT)):
+            return True
+        exc = exc.__cause__
+    return False
 
 
 def translate(exc: Exception, provider: str) -> ProviderError | None:
@@ -147,11 +214,23 @@ def translate(exc: Exception, provider: str) -> ProviderError | None:
         headers = dict(exc.response.headers.items())
         return _classify(provider, exc.status_code, headers, exc.body, exc.message, exc.request_id)
     if isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError):
-        return ProviderError(provider, "the request timed out", status=None, retryable=True)
+        return ProviderError(
+            provider,
+            "the request timed out",
+            status=None,
+            retryable=True,
+            maybe_billed=not never_sent(exc),
+        )
     if isinstance(exc, anthropic.APIConnectionError | openai.APIConnectionError):
         cause = exc.__cause__
         detail = f": {cause}" if cause is not None else ""
-        return ProviderError(provider, f"connection failed{detail}", status=None, retryable=True)
+        return ProviderError(
+            provider,
+            f"connection failed{detail}",
+            status=None,
+            retryable=True,
+            maybe_billed=not never_sent(exc),
+        )
     if isinstance(exc, anthropic.APIError | openai.APIError):
         # A response the SDK could not read, or an error event without a status.
         message, kind = _body_error(exc.body)
@@ -162,7 +241,50 @@ def translate(exc: Exception, provider: str) -> ProviderError | None:
             status=status,
             retryable=status is not None and is_retryable_status(status),
             error_type=kind,
+            maybe_billed=True,
         )
     if isinstance(exc, anthropic.AnthropicError | openai.OpenAIError):
         return ProviderError(provider, str(exc), status=None, retryable=False)
+    if isinstance(exc, _transport_classes("TransportError")):
+        # Raised by the HTTP client itself, outside the SDK's wrapping: a stream that broke
+        # while it was being read.
+        return ProviderError(
+            provider,
+            f"the connection broke: {exc!r:.200}",
+            status=None,
+            retryable=True,
+            maybe_billed=not never_sent(exc),
+        )
     return None
+
+
+@contextmanager
+def reading_answer(
+    provider: str, reported: Callable[[], Usage | None] = lambda: None
+) -> Iterator[None]:
+    """Around the code that reads an answer the provider has begun to send (a stream being
+    consumed, a response being converted). Whatever fails inside leaves as a ``ProviderError``
+    marked ``maybe_billed``: the provider had the request and may have billed it. An SDK error
+    keeps its classification (a stream's overload event is retryable); anything else is an
+    answer that could not be read, which is not retried. ``reported`` gives the bill the
+    provider stated before the failure, if it stated one."""
+    try:
+        yield
+    except Exception as exc:
+        err = exc if isinstance(exc, ProviderError) else translate(exc, provider)
+        if err is None:
+            err = ProviderError(
+                provider,
+                f"the answer could not be read: {exc!r:.300}",
+                status=None,
+                retryable=False,
+            )
+        err.maybe_billed = True
+        if err.usage is None:
+            try:
+                err.usage = reported()
+            except Exception:  # the answer is unreadable; its bill may be too
+                err.usage = None
+        if err is exc:
+            raise
+        raise err from exc

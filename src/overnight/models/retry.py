@@ -14,6 +14,12 @@ How a call ends when it does not succeed:
   the error was transient in kind, so a later resume may well succeed.
 
 Anything that is not a ``ProviderError`` passes through untouched.
+
+Every attempt may be billed, so every attempt is metered: ``complete_metered`` takes an
+``AttemptMeter`` (the gateway's) and calls ``begin`` before each attempt (which reserves its
+worst case, and refuses it with ``BudgetRefused`` when that would cross a line: the retrying
+stops there) and ``failed`` after each attempt that raised a ``ProviderError`` (which books it
+or releases it). The attempt that succeeds is left open for its caller to book with the answer.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from overnight.core.errors import DependencyUnavailable, ModelCallFailed
 from overnight.models.provider_errors import ProviderError
@@ -29,6 +36,35 @@ from overnight.models.types import ModelRequest, ModelResponse
 
 #: Called before each wait with the error and the seconds about to be waited.
 RetryHook = Callable[[ProviderError, float], None]
+
+
+class AttemptMeter(Protocol):
+    """Told of every attempt at one call (see the module's docstring)."""
+
+    def begin(self) -> None:
+        """Before an attempt: hold its worst case (raises ``BudgetRefused`` to refuse it)."""
+        ...
+
+    def failed(self, err: ProviderError) -> None:
+        """After an attempt that failed: book what it may have cost, or release it."""
+        ...
+
+
+@runtime_checkable
+class MeteredClient(Protocol):
+    """A client that may make several attempts per call, and reports each one."""
+
+    def complete_metered(
+        self, request: ModelRequest, meter: AttemptMeter
+    ) -> ModelResponse | dict[str, object]: ...
+
+
+class _Unmetered:
+    def begin(self) -> None:
+        return None
+
+    def failed(self, err: ProviderError) -> None:
+        return None
 
 
 class RetryingClient:
@@ -69,17 +105,24 @@ class RetryingClient:
         return ceiling * (0.5 + 0.5 * self._jitter())
 
     def complete(self, request: ModelRequest) -> ModelResponse | dict[str, object]:
+        return self.complete_metered(request, _Unmetered())
+
+    def complete_metered(
+        self, request: ModelRequest, meter: AttemptMeter
+    ) -> ModelResponse | dict[str, object]:
         first_failure: float | None = None
         attempt = 0
         while True:
             attempt += 1
+            meter.begin()
             try:
                 return self.inner.complete(request)
             except ProviderError as err:
+                meter.failed(err)
                 if not err.retryable:
+                    verb = "failed at" if err.maybe_billed else "refused by"
                     raise ModelCallFailed(
-                        f"{request.purpose} call refused by {err.provider}"
-                        f"{_status(err)}: {err.message}"
+                        f"{request.purpose} call {verb} {err.provider}{_status(err)}: {err.message}"
                     ) from err
                 now = self._monotonic()
                 if first_failure is None:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from overnight.core.budget import CacheTTL, Usage
 from overnight.core.errors import ModelCallFailed
-from overnight.models.usage import from_anthropic
+from overnight.models.usage import UsageRecord, from_anthropic
 
 Purpose = Literal["plan", "execute", "drift", "replan", "compact", "summarize"]
 PURPOSES: tuple[Purpose, ...] = ("plan", "execute", "drift", "replan", "compact", "summarize")
@@ -98,10 +98,35 @@ class ModelResponse(BaseModel):
     content: list[ContentBlock] = Field(default_factory=list)
     stop_reason: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    """What the call was billed for. Trust it only when ``usage_known``; the response the
+    gateway returns for an unknown bill carries the worst case it booked instead."""
+    usage_known: bool = True
+    """False when the response said nothing readable about its bill (a response built without
+    ``usage`` is one): the gateway then books the call's reservation, its worst case."""
     model: str | None = None
     usage_warning: str | None = None
     """Set when the usage figures may not be what the provider bills (see
-    ``overnight.models.usage``); the gateway traces it."""
+    ``overnight.models.usage``); the gateway traces it and reports it in ``result.json``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _usage_given(cls, data: Any) -> Any:
+        """A response without ``usage`` (or with ``usage=None``) has an unknown bill."""
+        if isinstance(data, dict) and data.get("usage") is None and "usage_known" not in data:
+            data = {k: v for k, v in data.items() if k != "usage"}
+            data["usage_known"] = False
+        return data
+
+    @classmethod
+    def billed(cls, record: UsageRecord, **fields: Any) -> ModelResponse:
+        """A response whose bill is ``record`` (an unreadable one leaves ``usage_known``
+        False)."""
+        return cls(
+            usage=record.usage if record.usage is not None else Usage(),
+            usage_known=record.usage is not None,
+            usage_warning=record.warning,
+            **fields,
+        )
 
     def text(self) -> str:
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
@@ -113,13 +138,19 @@ class ModelResponse(BaseModel):
 def usage_from_anthropic(raw: dict[str, Any] | None) -> Usage:
     """Read an Anthropic ``usage`` object (see ``overnight.models.usage`` for every rule:
     missing cache fields are zero, the ``cache_creation`` breakdown splits 5-minute from
-    1-hour writes, and compaction ``iterations`` are summed)."""
-    return from_anthropic(raw).usage
+    1-hour writes, and compaction ``iterations`` are summed). A usage that cannot be read
+    reads as zero here; ``coerce_response`` keeps the difference (``usage_known``)."""
+    usage = from_anthropic(raw).usage
+    return usage if usage is not None else Usage()
 
 
 def coerce_response(raw: object) -> ModelResponse:
     """Accept a ``ModelResponse`` or an Anthropic-shaped dict; anything else is a clear
-    ``ModelCallFailed``."""
+    ``ModelCallFailed``.
+
+    A dict whose ``usage`` is missing or names neither count is read with an unknown bill; one
+    whose counts are not non-negative integers is malformed, like a non-list ``content``.
+    """
     if isinstance(raw, ModelResponse):
         return raw
     if not isinstance(raw, dict):
@@ -130,14 +161,17 @@ def coerce_response(raw: object) -> ModelResponse:
     content = raw.get("content")
     if content is not None and not isinstance(content, list):
         raise ModelCallFailed(f"the model's content must be a list of blocks, got {content!r:.80}")
+    record = from_anthropic(raw.get("usage"))
+    if record.malformed:
+        raise ModelCallFailed(f"the model's response is malformed: {record.warning}")
     try:
         blocks = [
             b for b in content or [] if isinstance(b, dict) and b.get("type") in KEPT_BLOCK_TYPES
         ]
-        return ModelResponse(
+        return ModelResponse.billed(
+            record,
             content=blocks,
             stop_reason=raw.get("stop_reason"),
-            usage=usage_from_anthropic(raw.get("usage")),
             model=raw.get("model"),
         )
     except (ValidationError, ValueError, TypeError) as exc:

@@ -38,11 +38,14 @@ Special cases:
 - Anthropic compaction (``usage.iterations``): the top-level figures describe only the last
   iteration, while the compaction's own tokens appear only inside ``iterations``; when the
   list is present and non-empty the bill is the sum of its entries.
-- Missing fields are zero. Negative or non-integer counts are refused (``ValueError``).
-- A response that stopped early (OpenAI ``status: incomplete``) yet reports all-zero usage is
-  recorded as zero with ``warning`` set: the provider may still bill what it generated, and
-  the trace must say the figure is not trustworthy. A response with no usage object at all
-  (some OpenAI-compatible servers) gets a warning too.
+- A bill that cannot be read has no figure at all (``UsageRecord.usage`` is None) and a
+  ``warning`` saying why; the gateway then books the call's reservation, its worst case, and
+  says so in ``result.json``. Never $0. That covers: no usage object, an empty one, one that
+  names neither the input nor the output count (``inputTokens``, a foreign shape), and a count
+  that is not a non-negative integer (a float, a negative number, a string; ``malformed`` is
+  then set too). Optional fields that are absent (the cache counts) are zero.
+- A response that stopped early (OpenAI ``status: incomplete``) yet reports all-zero usage has
+  no figure either: the provider may still bill what it generated.
 
 ``reasoning`` and ``server_tool_requests`` are informational: they are already part of
 ``output`` or are not token-billed by the ledger (web search requests are priced per request).
@@ -51,14 +54,14 @@ Special cases:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from overnight.core.budget import Usage
 
-NO_USAGE_WARNING = "the response carried no usage; recorded as zero tokens"
+NO_USAGE_WARNING = "the response carried no usage; its reservation (the worst case) was booked"
 ZERO_INCOMPLETE_WARNING = (
-    "the response is incomplete and reports zero usage; recorded as zero, but the provider "
-    "may bill the tokens it generated"
+    "the response is incomplete and reports zero usage, but the provider may bill the tokens "
+    "it generated; its reservation (the worst case) was booked"
 )
 
 
@@ -66,22 +69,30 @@ ZERO_INCOMPLETE_WARNING = (
 class UsageRecord:
     """What one response says about its tokens: the billed ``usage`` and what explains it."""
 
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage | None = None
+    """The bill, or None when the response gives none that can be trusted (see ``warning``)."""
     reasoning: int = 0
     """Reasoning / thinking tokens, already counted in ``usage.output``."""
     server_tool_requests: int = 0
     """Server-side tool requests (web search, web fetch): not tokens, not in ``usage``."""
     warning: str | None = None
     """Set when the figures cannot be trusted to be what the provider bills."""
+    malformed: bool = False
+    """A count was present but was not a non-negative integer."""
+
+
+class _Unreadable(ValueError):
+    """A count that is not a non-negative integer."""
 
 
 def count(raw: Mapping[str, object], key: str, where: str = "usage") -> int:
-    """A non-negative integer count, or 0 when absent or null."""
+    """A non-negative integer count, or 0 when absent or null; anything else is a
+    ``ValueError``."""
     value = raw.get(key)
     if value is None:
         return 0
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{where}.{key} must be a non-negative integer, got {value!r}")
+        raise _Unreadable(f"{where}.{key} must be a non-negative integer, got {value!r:.40}")
     return value
 
 
@@ -90,6 +101,37 @@ def _mapping(raw: Mapping[str, object], key: str) -> Mapping[str, object]:
     if isinstance(value, Mapping):
         return value
     return {}
+
+
+def unreadable(reason: str) -> UsageRecord:
+    """A record with no figure: the gateway books the reservation instead."""
+    return UsageRecord(
+        warning=f"unreadable usage ({reason}); its reservation (the worst case) was booked",
+        malformed=True,
+    )
+
+
+def _no_object(raw: object) -> UsageRecord | None:
+    """The record for a usage that is not an object with something in it; None if it is."""
+    if raw is None or (isinstance(raw, Mapping) and not raw):
+        return UsageRecord(warning=NO_USAGE_WARNING)
+    if not isinstance(raw, Mapping):
+        return unreadable(f"usage is a {type(raw).__name__}, not an object")
+    return None
+
+
+def _absent(raw: Mapping[str, object], needed: tuple[str, ...]) -> UsageRecord | None:
+    """The record for a usage that lacks one of the ``needed`` counts; None if it has all."""
+    absent = [k for k in needed if raw.get(k) is None]
+    if not absent:
+        return None
+    keys = ", ".join(sorted(str(k) for k in raw)[:6])
+    return UsageRecord(
+        warning=(
+            f"the usage names no {' or '.join(absent)} (it has: {keys}); its reservation "
+            "(the worst case) was booked"
+        )
+    )
 
 
 def _server_tool_requests(raw: Mapping[str, object]) -> int:
@@ -125,24 +167,30 @@ def _add(a: Usage, b: Usage) -> Usage:
     )
 
 
-def from_anthropic(raw: Mapping[str, object] | None) -> UsageRecord:
-    """An Anthropic Messages ``usage`` object (non-streaming, or already merged)."""
-    if not raw:
-        return UsageRecord()
-    iterations = raw.get("iterations")
-    if isinstance(iterations, list) and iterations:
-        billed = Usage()
-        for item in iterations:
-            if not isinstance(item, Mapping):
-                raise ValueError(f"usage.iterations holds a non-object: {item!r:.80}")
-            billed = _add(billed, _anthropic_one(item))
-    else:
-        billed = _anthropic_one(raw)
-    details = _mapping(raw, "output_tokens_details")
-    return UsageRecord(
-        usage=billed,
-        reasoning=count(details, "thinking_tokens", "usage.output_tokens_details"),
-        server_tool_requests=_server_tool_requests(raw),
+def from_anthropic(raw: object) -> UsageRecord:
+    """An Anthropic Messages ``usage`` object (non-streaming, or already merged). It must name
+    ``input_tokens`` and ``output_tokens``; the cache counts are optional."""
+    problem = _no_object(raw)
+    if problem is not None:
+        return problem
+    assert isinstance(raw, Mapping)
+    try:
+        iterations = raw.get("iterations")
+        if isinstance(iterations, list) and iterations:
+            billed = Usage()
+            for item in iterations:
+                if not isinstance(item, Mapping):
+                    raise _Unreadable(f"usage.iterations holds a non-object: {item!r:.40}")
+                billed = _add(billed, _anthropic_one(item))
+        else:
+            billed = _anthropic_one(raw)
+        details = _mapping(raw, "output_tokens_details")
+        reasoning = count(details, "thinking_tokens", "usage.output_tokens_details")
+        server_tools = _server_tool_requests(raw)
+    except ValueError as exc:
+        return unreadable(str(exc))
+    return _absent(raw, ("input_tokens", "output_tokens")) or UsageRecord(
+        usage=billed, reasoning=reasoning, server_tool_requests=server_tools
     )
 
 
@@ -161,12 +209,18 @@ def merge_anthropic_stream(
 def from_anthropic_stream(
     start: Mapping[str, object] | None, delta: Mapping[str, object] | None
 ) -> UsageRecord:
-    """A streamed Anthropic message: see ``merge_anthropic_stream``."""
+    """A streamed Anthropic message: see ``merge_anthropic_stream``. A stream that ended
+    without its final ``message_delta`` has no bill: what ``message_start`` said is only the
+    beginning of it."""
+    if delta is None:
+        return UsageRecord(
+            warning="the stream carried no final usage; its reservation (the worst case) was booked"
+        )
     return from_anthropic(merge_anthropic_stream(start, delta))
 
 
 def _openai(
-    raw: Mapping[str, object] | None,
+    raw: object,
     *,
     input_key: str,
     input_details_key: str,
@@ -174,22 +228,30 @@ def _openai(
     output_details_key: str,
     incomplete: bool,
 ) -> UsageRecord:
-    if raw is None:
-        return UsageRecord(warning=NO_USAGE_WARNING)
-    total_in = count(raw, input_key)
-    in_details = _mapping(raw, input_details_key)
-    cached = count(in_details, "cached_tokens", f"usage.{input_details_key}")
-    written = count(in_details, "cache_write_tokens", f"usage.{input_details_key}")
-    out = count(raw, output_key)
-    reasoning = count(
-        _mapping(raw, output_details_key), "reasoning_tokens", f"usage.{output_details_key}"
-    )
+    problem = _no_object(raw)
+    if problem is not None:
+        return problem
+    assert isinstance(raw, Mapping)
+    try:
+        total_in = count(raw, input_key)
+        in_details = _mapping(raw, input_details_key)
+        cached = count(in_details, "cached_tokens", f"usage.{input_details_key}")
+        written = count(in_details, "cache_write_tokens", f"usage.{input_details_key}")
+        out = count(raw, output_key)
+        reasoning = count(
+            _mapping(raw, output_details_key), "reasoning_tokens", f"usage.{output_details_key}"
+        )
+    except ValueError as exc:
+        return unreadable(str(exc))
+    absent = _absent(raw, (input_key, output_key))
+    if absent is not None:
+        return absent
+    if incomplete and total_in == 0 and out == 0:
+        return UsageRecord(warning=ZERO_INCOMPLETE_WARNING)
     warning = None
     if cached + written > total_in:
         # The parts exceed the whole: bill the parts, never less than reported.
         warning = f"usage: cached + cache-write tokens exceed {input_key}"
-    if incomplete and total_in == 0 and out == 0:
-        warning = ZERO_INCOMPLETE_WARNING
     return UsageRecord(
         usage=Usage(
             input=max(0, total_in - cached - written),
@@ -202,7 +264,7 @@ def _openai(
     )
 
 
-def from_openai_chat(raw: Mapping[str, object] | None, *, incomplete: bool = False) -> UsageRecord:
+def from_openai_chat(raw: object, *, incomplete: bool = False) -> UsageRecord:
     """An OpenAI chat-completions ``usage`` object (``prompt_tokens`` counts cached input)."""
     return _openai(
         raw,
@@ -214,9 +276,7 @@ def from_openai_chat(raw: Mapping[str, object] | None, *, incomplete: bool = Fal
     )
 
 
-def from_openai_responses(
-    raw: Mapping[str, object] | None, *, incomplete: bool = False
-) -> UsageRecord:
+def from_openai_responses(raw: object, *, incomplete: bool = False) -> UsageRecord:
     """An OpenAI Responses ``usage`` object (``input_tokens`` counts cached input)."""
     return _openai(
         raw,

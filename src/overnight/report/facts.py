@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from overnight.core.budget import BudgetFractions
-from overnight.report.result import TerminalResult
+from overnight.report.result import TerminalResult, VerifiedTask
 from overnight.store.checkpoint import load_checkpoint
 
 
@@ -132,3 +132,12 @@ def sandbox_line(r: TerminalResult) -> str:
         f'Sandbox: mode "{sb.mode}", {network}; {sb.sandboxed_commands} command(s) ran '
         f"sandboxed, {sb.unsandboxed_commands} as written."
     )
+
+
+def command_note(v: VerifiedTask) -> str:
+    """What a verified command task's own command did, when it did not simply exit 0."""
+    if v.command_timed_out:
+        return "its command timed out"
+    if v.command_exit_code not in (None, 0):
+        return f"its command exited {v.command_exit_code}"
+    return ""

@@ -19,6 +19,7 @@ from overnight.core.endings import DRIFT_HALT_ABOVE
 from overnight.report.facts import (
     MoneyLine,
     ReportExtras,
+    command_note,
     fmt_amount,
     fmt_seconds,
     fmt_usd,
@@ -553,7 +554,9 @@ def _tasks(r: TerminalResult) -> str:
     verified = [
         f'<tr data-task="{e(v.id)}"><td><code>{e(v.id)}</code></td><td>{e(v.title)}</td>'
         f'<td><code title="{e(v.commit or "")}">{e((v.commit or "-")[:12])}</code></td>'
-        f'<td class="num">{v.attempts}</td><td>{e(v.via)}</td></tr>'
+        f'<td class="num">{v.attempts}</td><td>{e(v.via)}'
+        + (f"<br><span class='muted'>{e(command_note(v))}</span>" if command_note(v) else "")
+        + "</td></tr>"
         for v in r.verified
     ]
     parked = []

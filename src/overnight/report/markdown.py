@@ -7,6 +7,7 @@ from overnight.core.endings import DRIFT_HALT_ABOVE
 from overnight.core.text import printable
 from overnight.report.facts import (
     ReportExtras,
+    command_note,
     fmt_seconds,
     fmt_usd,
     money_lines,
@@ -131,8 +132,10 @@ def render_markdown(r: TerminalResult, extras: ReportExtras | None = None) -> st
     out.append("")
     for v in r.verified:
         commit = (v.commit or "-")[:12]
+        note = command_note(v)
         out.append(
             f"- `{v.id}` {v.title} - commit `{commit}`, {v.attempts} attempt(s), via {v.via}"
+            + (f" ({note}; its verify passed)" if note else "")
         )
     if not r.verified:
         out.append("- none")

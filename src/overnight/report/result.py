@@ -1,8 +1,11 @@
 """The terminal result: the one object a 9am script reads, with a JSON Schema shipped beside it.
 
-It carries enough to recompute its own stop reason: every budget's ``used`` at the moment of
-the stop decision, its ``limit`` and the lines derived from it, and the amount a refused call
-would have reached. What the closing summary cost is reported apart, in ``wrapup``.
+It carries enough to recompute its own stop reason: every budget's ``at_stop`` (what was used
+at the moment of the stop decision), its ``limit`` and the lines derived from it, and the
+amount a refused call would have reached. ``used`` is everything used, the closing summary
+included; what the summary cost alone is in ``wrapup``. Counts are integers and dollars are
+whole micro-dollars, so every figure reads as written. ``warnings`` lists every call whose bill
+was not simply what was reserved for it.
 """
 
 from __future__ import annotations
@@ -23,20 +26,30 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+#: A budget figure: an integer for counts (steps, tokens), a number for dollars and seconds.
+Amount = int | float
+
+
 class BudgetBlock(_Model):
-    used: float
-    """Used when the stop was decided (the wrap-up summary is reported apart)."""
-    limit: float | None
+    used: Amount
+    """Everything used by the run, the closing summary included (for money: what was spent,
+    the same figure as ``spend.total_usd``)."""
+    limit: Amount | None
     """The stated budget; null when the spec sets none."""
-    stop_at: float | None
-    """The stop check fires once ``used`` reaches this."""
-    enforced_at: float | None
+    stop_at: Amount | None
+    """The stop check fires once the figure it reads (``at_stop``) reaches this."""
+    enforced_at: Amount | None
     """No ordinary call may cross this; above it lies the wrap-up reserve."""
-    refused_at: float | None = None
-    """What a refused call would have brought ``used`` to; null when nothing was refused."""
+    refused_at: Amount | None = None
+    """What a refused call would have brought the figure to; null when nothing was refused."""
+    at_stop: Amount | None = None
+    """Used at the moment the stop was decided: the figure the stop reason is recomputed
+    from. Null only in results written before it existed, whose ``used`` is that figure."""
 
     def reading(self) -> BudgetReading:
-        return BudgetReading(self.used, self.limit, self.stop_at, self.enforced_at, self.refused_at)
+        return BudgetReading(
+            self.used, self.limit, self.stop_at, self.enforced_at, self.refused_at, self.at_stop
+        )
 
 
 class Budgets(_Model):
@@ -86,6 +99,11 @@ class VerifiedTask(_Model):
     commit: str | None
     attempts: int
     via: Literal["lap", "resume"]
+    command_exit_code: int | None = None
+    """A command task's exit code on its last attempt (None: it timed out, an agent task, or
+    verified on resume)."""
+    command_timed_out: bool = False
+    """Its command ran out its timeout; the verify passed all the same."""
 
 
 class DriftPoint(_Model):
@@ -103,11 +121,51 @@ class SpendPoint(_Model):
 
 class Spend(_Model):
     total_usd: float
-    """Everything spent by this run across all its processes, wrap-up included."""
+    """Everything spent by this run across all its processes, wrap-up included, and every
+    reservation that never had an answer at its worst case."""
     by_purpose: dict[str, float]
+    """``total_usd`` split by the calls' purpose (plan, execute, drift, replan, compact,
+    summarize)."""
     curve: list[SpendPoint]
+    """Spend so far after each booked attempt, by the run's seconds."""
     cost_per_verified_task: float | None
+    """``total_usd`` over the verified tasks; null when none was verified."""
     model_calls: int
+    """Attempts booked (an attempt that failed after the provider had it is one)."""
+
+
+class ResultWarning(_Model):
+    """A call whose bill was not simply what was reserved for it and what it reported."""
+
+    kind: Literal[
+        "usage_unknown",
+        "answer_unreadable",
+        "attempt_failed",
+        "over_reservation",
+        "usage_suspect",
+        "unanswered_reservation",
+    ]
+    """``usage_unknown``: the answer's usage was missing or unreadable, so its reservation
+    (the worst case) was booked. ``answer_unreadable``: the answer could not be read at all;
+    its reservation was booked. ``attempt_failed``: an attempt failed after the provider had
+    the request (a timeout, a broken stream, an error inside the stream) and was booked at
+    the usage it reported, else at its worst case. ``over_reservation``: the bill exceeded the
+    reservation and was booked in full (spend may then pass a line; the next stop check sees
+    it). ``usage_suspect``: the usage was booked as reported, but its figures disagree with
+    each other. ``unanswered_reservation``: a reservation never had an answer (the process
+    ended during the call) and counts at its worst case."""
+    message: str
+    """What happened, in words."""
+    purpose: str | None = None
+    """The call's purpose (plan, execute, drift, replan, compact, summarize)."""
+    attempt: int | None = None
+    """Which attempt at the call, counting from 1; null when the journal did not say."""
+    reserved_usd: float | None = None
+    """The worst case reserved for the attempt."""
+    booked_usd: float | None = None
+    """What was booked for it."""
+    seconds: float | None = None
+    """When, in seconds of the run's wall clock."""
 
 
 class Wrapup(_Model):
@@ -130,6 +188,10 @@ class PredicateBlock(_Model):
     met: bool
     exit_code: int | None
     detail: str
+    timed_out: bool = False
+    """Cut at its timeout or at the night's time limit (not met)."""
+    ran: bool = True
+    """False when no time was left to start it."""
 
 
 class SandboxBlock(_Model):
@@ -187,6 +249,10 @@ class TerminalResult(_Model):
     effects: list[dict[str, Any]] = Field(default_factory=list)
     """Every external effect this run wrote down: tool, run-step key, task key, task, state
     (intended, confirmed, failed, unknown), arguments, the provider's answer, error."""
+    warnings: list[ResultWarning] = Field(default_factory=list)
+    """Every call of the run (all its processes) booked otherwise than at the bill it
+    reported within its reservation: at its worst case, above its reservation, or on figures
+    that disagree. Empty when every bill was read and fitted its reservation."""
 
 
 def result_json_schema() -> dict[str, Any]:

@@ -1,5 +1,11 @@
 """Fake models return what a real provider would: content blocks, a stop reason, and usage
-with every field a bill is made of. The ledger prices them exactly as it would a real call."""
+with every field a bill is made of. The ledger prices them exactly as it would a real call.
+
+Some return what a careless or hostile provider would: a bill above anything the request could
+cost (``over_billed``), no usage (``unbilled_answer``), usage in a foreign shape or with
+unreadable counts (``foreign_usage_answer``, ``malformed_usage_answer``), and attempts that fail
+the ways a network does (``FlakyModel`` with ``provider_failure``), so that the ledger can be
+checked against them."""
 
 from __future__ import annotations
 
@@ -8,9 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from overnight.core.budget import Usage
 from overnight.core.tasks import Task
 from overnight.executor import ExecContext, ExecResult
-from overnight.models.types import ModelRequest, ModelResponse
+from overnight.models.provider_errors import ProviderError
+from overnight.models.types import ModelRequest, ModelResponse, estimate_input_tokens
 
 Answer = dict[str, Any] | ModelResponse
 Responder = Callable[[ModelRequest], Answer] | Answer | str
@@ -60,6 +68,108 @@ def tool_answer(
         "stop_reason": "tool_use",
         "usage": usage or usage_dict(input=900, output=180),
     }
+
+
+def over_billed(request: ModelRequest, factor: int = 3, text: str = "done") -> dict[str, Any]:
+    """A text answer billing ``factor`` times more input and output than the request could
+    use: more input tokens than its UTF-8 bytes, more output than its ``max_tokens``."""
+    usage = usage_dict(
+        input=estimate_input_tokens(request) * factor, output=request.max_tokens * factor
+    )
+    return text_answer(text, usage)
+
+
+def unbilled_answer(text: str = "done") -> dict[str, Any]:
+    """An Anthropic-shaped text answer with no ``usage`` at all."""
+    return {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn",
+    }
+
+
+def foreign_usage_answer(text: str = "done") -> dict[str, Any]:
+    """A text answer whose usage is in another provider's shape (Bedrock's camelCase)."""
+    answer = unbilled_answer(text)
+    answer["usage"] = {"inputTokens": 1_200, "outputTokens": 300, "totalTokens": 1_500}
+    return answer
+
+
+def malformed_usage_answer(count: object, text: str = "done") -> dict[str, Any]:
+    """A text answer whose ``output_tokens`` is ``count`` (a float, a negative number, a
+    string: anything but a non-negative integer)."""
+    answer = unbilled_answer(text)
+    answer["usage"] = {"input_tokens": 100, "output_tokens": count}
+    return answer
+
+
+#: How an attempt can fail (see ``provider_failure``).
+FAILURES = ("overloaded", "refused", "dropped", "timeout", "stream_error", "failed_billed")
+
+
+def provider_failure(kind: str, usage: Usage | None = None) -> ProviderError:
+    """The ``ProviderError`` an adapter raises for one way an attempt fails.
+
+    ``overloaded`` (HTTP 529) and ``refused`` (HTTP 400) come before any output and cannot have
+    been billed; ``dropped`` (the stream broke), ``timeout`` (no answer after the request was
+    sent) and ``stream_error`` (an overload event inside a stream) may have been, and report no
+    usage; ``failed_billed`` is a failed answer that reports what it billed (``usage``)."""
+    if kind == "overloaded":
+        return ProviderError("fake", "overloaded", status=529, retryable=True)
+    if kind == "refused":
+        return ProviderError("fake", "invalid request", status=400, retryable=False)
+    if kind == "dropped":
+        return ProviderError(
+            "fake", "the connection broke", status=None, retryable=True, maybe_billed=True
+        )
+    if kind == "timeout":
+        return ProviderError(
+            "fake", "the request timed out", status=None, retryable=True, maybe_billed=True
+        )
+    if kind == "stream_error":
+        return ProviderError(
+            "fake", "overloaded mid-stream", status=529, retryable=True, maybe_billed=True
+        )
+    if kind == "failed_billed":
+        return ProviderError(
+            "fake",
+            "the response failed",
+            status=500,
+            retryable=True,
+            maybe_billed=True,
+            usage=usage or Usage(input=50, output=10),
+        )
+    raise ValueError(f"unknown failure {kind!r}; one of {', '.join(FAILURES)}")
+
+
+class FlakyModel:
+    """A model whose attempts fail by script before it answers: ``failures(request)`` names
+    the failures (see ``provider_failure``) of that call's attempts, in order; once they are
+    used up, ``answer`` answers. Put it behind ``RetryingClient`` to have it retried, as an
+    SDK-backed provider is. ``attempts`` counts every attempt made."""
+
+    def __init__(
+        self,
+        answer: Callable[[ModelRequest], Answer],
+        failures: Callable[[ModelRequest], list[str]],
+    ) -> None:
+        self.answer = answer
+        self.failures = failures
+        self.attempts: list[tuple[ModelRequest, str]] = []
+        self._current: ModelRequest | None = None
+        self._left: list[str] = []
+
+    def complete(self, request: ModelRequest) -> Answer:
+        if request is not self._current:  # a retry passes the same request again
+            self._current = request
+            self._left = list(self.failures(request))
+        if self._left:
+            kind = self._left.pop(0)
+            self.attempts.append((request, kind))
+            raise provider_failure(kind)
+        self.attempts.append((request, "answered"))
+        return self.answer(request)
 
 
 DEFAULT_TOOL = {
