@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import packages_distributions
 from pathlib import Path
@@ -81,16 +82,52 @@ class Verdict:
 
 @dataclass
 class Signals:
-    """Set by the SIGTERM/SIGINT handlers; read at the top of every lap and while waiting."""
+    """Set by the SIGTERM/SIGINT handlers; read at the top of every lap and while waiting.
+
+    Inside ``interruptible()`` (a provider's HTTP call) a signal also raises ``Interrupted``
+    at once, so a drain never waits out a call of many minutes."""
 
     requested: str | None = None
+    _interruptible: int = 0
 
     def request(self, name: str) -> None:
         if self.requested is None:
             self.requested = name
+        if self._interruptible:
+            raise Interrupted(name)
 
     def check(self) -> str | None:
         return self.requested
+
+    @contextlib.contextmanager
+    def interruptible(self) -> Iterator[None]:
+        if self.requested is not None:
+            raise Interrupted(self.requested)
+        self._interruptible += 1
+        try:
+            yield
+        finally:
+            self._interruptible -= 1
+
+
+def sleep_until_stopped(
+    sleep: Callable[[float], None], signals: Signals
+) -> Callable[[float], None]:
+    """``sleep`` in slices of at most a fifth of a second, ending with ``Interrupted`` as soon
+    as a stop is requested (a retry wait may be minutes long)."""
+
+    def wait(seconds: float) -> None:
+        left = seconds
+        while left > 0:
+            if signals.requested is not None:
+                raise Interrupted(signals.requested)
+            step = min(0.2, left)
+            sleep(step)
+            left -= step
+        if signals.requested is not None:
+            raise Interrupted(signals.requested)
+
+    return wait
 
 
 def task_marker(task_id: str) -> str:
@@ -149,12 +186,13 @@ class Night(HarnessCalls):
             with import_roots(spec.base_dir, spec.workspace_path()):
                 model = build_client(
                     spec.model,
-                    sleep=sleep_for_clock(clock),
+                    sleep=sleep_until_stopped(sleep_for_clock(clock), signals),
                     monotonic=clock.monotonic,
                     on_retry=lambda err, wait: self.trace.event(
                         "model_retry", error=str(err), status=err.status, wait_s=round(wait, 3)
                     ),
                     time_left=lambda: self.seconds_left(),
+                    call_guard=signals.interruptible,
                 )
         if model is not None and spec.model is not None:
             self.gateway = ModelGateway(

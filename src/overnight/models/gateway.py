@@ -39,7 +39,7 @@ from overnight.core.budget import (
     to_nanos,
     to_usd,
 )
-from overnight.core.errors import BudgetRefused, ModelCallFailed, RunError
+from overnight.core.errors import BudgetRefused, Interrupted, ModelCallFailed, RunError
 from overnight.models.provider_errors import ProviderError
 from overnight.models.retry import MeteredClient
 from overnight.models.seam import ModelClient
@@ -288,6 +288,16 @@ class CallMeter:
         text = f"the answer could not be read ({detail}); booked at its worst case"
         self._book(call_id, booking, None, [_warning("answer_unreadable", text)], error=detail)
 
+    def cut(self, why: str) -> None:
+        """A stop cut the attempt short while the provider had the request: it may be billed,
+        so its worst case is booked."""
+        if self._open is None:
+            return
+        reservation, call_id = self._take()
+        booking = self.gateway.ledger.book(self.request.model, None, reservation)
+        text = f"the call was cut short by a stop ({why}); booked at its worst case"
+        self._book(call_id, booking, None, [_warning("attempt_failed", text)], error=why)
+
     def abandoned(self, exc: BaseException) -> None:
         """The attempt raised something that says nothing of a bill (a python model's own
         exception): released."""
@@ -414,6 +424,9 @@ class ModelGateway:
             raw = self._attempts(request, meter)
         except BudgetRefused:
             raise  # traced by the meter; nothing is open
+        except Interrupted as stop:
+            meter.cut(str(stop))
+            raise
         except Exception as exc:
             meter.abandoned(exc)
             if isinstance(exc, RunError):

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
 from overnight.core.errors import ConfigError
@@ -104,6 +105,7 @@ def build_client(
     monotonic: Callable[[], float] = time.monotonic,
     on_retry: RetryHook | None = None,
     time_left: Callable[[], float] = lambda: float("inf"),
+    call_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> ModelClient:
     """The ``ModelClient`` the spec's ``[model]`` describes. ``sleep`` and ``monotonic`` are the
     harness's, so retry waits count against the night's clock."""
@@ -121,4 +123,5 @@ def build_client(
         monotonic=monotonic,
         on_retry=on_retry,
         time_left=time_left,
+        call_guard=call_guard,
     )

@@ -27,6 +27,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Protocol, runtime_checkable
 
 from overnight.core.errors import DependencyUnavailable, ModelCallFailed
@@ -83,6 +84,7 @@ class RetryingClient:
         jitter: Callable[[], float] = random.random,
         on_retry: RetryHook | None = None,
         time_left: Callable[[], float] = lambda: float("inf"),
+        call_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -96,6 +98,7 @@ class RetryingClient:
         self._jitter = jitter
         self._on_retry = on_retry
         self._time_left = time_left
+        self._call_guard = call_guard
 
     def backoff(self, attempt: int) -> float:
         """The wait after failed attempt ``attempt`` (1-based) before the provider's word:
@@ -116,7 +119,10 @@ class RetryingClient:
             attempt += 1
             meter.begin()
             try:
-                return self.inner.complete(request)
+                # Only the provider's own call is guarded: a stop may cut it short (the
+                # attempt is then booked like a broken stream), never our bookkeeping.
+                with self._call_guard():
+                    return self.inner.complete(request)
             except ProviderError as err:
                 meter.failed(err)
                 if not err.retryable:
