@@ -68,6 +68,34 @@ def is_secret_name(name: str) -> bool:
     return any(pattern.search(name) for pattern in SECRET_PATTERNS)
 
 
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of the secret-looking variables of ``environ`` (default: this process's),
+    longest first: what is replaced by ``[redacted]`` wherever the run writes text."""
+    env = dict(os.environ if environ is None else environ)
+    kept = scrubbed_env(env)
+    return sorted(
+        (v for k, v in env.items() if k not in kept and len(v) >= 8), key=len, reverse=True
+    )
+
+
+def _redact_sink(sink: IO[bytes], secrets: list[str]) -> None:
+    """Replace every secret value in a command's output file with ``[redacted]``: a command
+    may print one it found elsewhere (a file, a config) than in its environment."""
+    if not secrets:
+        return
+    sink.flush()
+    sink.seek(0)
+    data = sink.read()
+    clean = data
+    for secret in secrets:
+        clean = clean.replace(secret.encode(), b"[redacted]")
+    if clean != data:
+        sink.seek(0)
+        sink.truncate()
+        sink.write(clean)
+        sink.flush()
+
+
 def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     """A copy of ``base`` (default: ``os.environ``) without any secret-looking variable."""
     source = os.environ if base is None else base
@@ -189,6 +217,7 @@ def run_command(
                 if info is not None:
                     _end_namespace(info[0])
         seconds = time.monotonic() - start
+        _redact_sink(sink, secret_values())
         output = _read_tail(sink, max_output, log_path)
 
     exit_code: int | None = None

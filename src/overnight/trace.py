@@ -6,24 +6,17 @@ variables before it is written.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from overnight.core.errors import DiskFull
-from overnight.process import scrubbed_env
+from overnight.process import secret_values
 from overnight.store.journal import Journal
 
 REDACTED = "[redacted]"
 
-
-def secret_values(environ: dict[str, str] | None = None) -> list[str]:
-    env = dict(os.environ if environ is None else environ)
-    kept = scrubbed_env(env)
-    return sorted(
-        (v for k, v in env.items() if k not in kept and len(v) >= 8), key=len, reverse=True
-    )
+__all__ = ["REDACTED", "Trace", "redact", "secret_values"]
 
 
 def redact(value: Any, secrets: list[str]) -> Any:
