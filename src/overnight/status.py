@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from overnight.core.budget import BudgetFractions
 from overnight.core.errors import ConfigError, OvernightError
 from overnight.models.gateway import spend_totals
 from overnight.store.checkpoint import load_checkpoint
@@ -40,7 +42,7 @@ def read_status(path: Path) -> dict[str, Any]:
         out["spend_error"] = str(exc)
     out["cap_usd"] = spec["budget"]["usd"]
     out["hours"] = spec["budget"]["hours"]
-    for band, default in (("notice_at", 0.70), ("finish_at", 0.90), ("enforce_at", 0.92)):
+    for band, default in asdict(BudgetFractions()).items():
         out[band] = float(spec["budget"].get(band, default))
     try:
         body = load_checkpoint(rd.checkpoint)
@@ -65,11 +67,14 @@ def read_status(path: Path) -> dict[str, Any]:
     return out
 
 
+DEFAULT_BANDS = BudgetFractions()
+
+
 def elapsed_text(s: dict[str, Any]) -> str:
     """Seconds used of the wall clock, and where the enforcement line cuts commands: the
     money bands' enforce_at applies to the hours too."""
     limit = float(s.get("hours", 0)) * 3600
-    enforce = float(s.get("enforce_at", 0.92))
+    enforce = float(s.get("enforce_at", DEFAULT_BANDS.enforce_at))
     return (
         f"{float(s.get('seconds_used', 0)):.0f}s of {limit:.0f}s "
         f"(commands are cut at {enforce * limit:.0f}s, the {enforce:.0%} line)"
@@ -79,9 +84,9 @@ def elapsed_text(s: dict[str, Any]) -> str:
 def bands_text(s: dict[str, Any]) -> str:
     """The money bands of this run's spec."""
     return (
-        f"bands: {float(s.get('notice_at', 0.70)):.0%} notice | "
-        f"{float(s.get('finish_at', 0.90)):.0%} no new task | "
-        f"{float(s.get('enforce_at', 0.92)):.0%} enforced"
+        f"bands: {float(s.get('notice_at', DEFAULT_BANDS.notice_at)):.0%} notice | "
+        f"{float(s.get('finish_at', DEFAULT_BANDS.finish_at)):.0%} no new task | "
+        f"{float(s.get('enforce_at', DEFAULT_BANDS.enforce_at)):.0%} enforced"
     )
 
 

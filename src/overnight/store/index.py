@@ -8,13 +8,12 @@ read is skipped (the index is a convenience; each run directory stays its own re
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from overnight.core.errors import ConfigError
-from overnight.store.journal import Journal
+from overnight.store.journal import Journal, read_intact_records
 from overnight.store.rundir import RunDir, overnight_home
 
 
@@ -53,19 +52,7 @@ def register(run_id: str, path: Path, workspace: str, created_at: str) -> None:
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
-    try:
-        raw = path.read_bytes()
-    except OSError:
-        return []
-    out: list[dict[str, Any]] = []
-    for line in raw.splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("kind") == "run":
-            out.append(record)
-    return out
+    return [r for r in read_intact_records(path) if r.get("kind") == "run"]
 
 
 def indexed_runs() -> list[IndexedRun]:

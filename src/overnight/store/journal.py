@@ -153,6 +153,16 @@ def _cut_damaged_tail(path: Path) -> None:
             file.truncate(keep)
 
 
+def read_intact_records(path: Path) -> list[dict[str, Any]]:
+    """Every record of ``path`` whose line is intact, skipping damaged ones wherever they are
+    (for files that are a convenience, not a ledger); ``[]`` if it cannot be read."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return []
+    return [r for r in map(_decode_line, raw.splitlines()) if r is not None]
+
+
 def read_journal(path: Path) -> list[dict[str, Any]]:
     """Every complete record in ``path``, in order; ``[]`` if the file does not exist.
 
