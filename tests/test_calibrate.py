@@ -28,7 +28,9 @@ from overnight.core.budget import Ledger, Price, PriceTable
 from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.errors import ConfigError
 from overnight.core.tasks import Task
-from overnight.models.types import ModelRequest
+from overnight.models.provider_errors import ProviderError
+from overnight.models.retry import RetryingClient
+from overnight.models.types import ModelRequest, estimate_input_tokens
 from overnight.prompts import DRIFT_TOOL, drift_request
 from overnight.testing import FunctionModel, ScriptedModel, tool_answer, usage_dict
 from tests.helpers.toml import dumps
@@ -273,6 +275,33 @@ def test_scripted_model_with_realistic_usage_is_priced() -> None:
     assert model.purposes() == ["drift"] * 20
     assert report.spend_usd == pytest.approx(20 * CALL_USD)
     assert report.tokens == 20 * (1450 + 260)
+
+
+def test_every_attempt_of_a_retried_judge_call_is_booked() -> None:
+    # The first attempt at each queue's call dies after the provider had the request (a
+    # dropped stream): it may be billed, so it is booked at its worst case, and the retry is
+    # booked from its usage. A ledger that reserved once per call would book half of this.
+    tried: set[str] = set()
+
+    def dropped_once(request: ModelRequest) -> dict[str, Any]:
+        q = queue_of(request)
+        if q.id not in tried:
+            tried.add(q.id)
+            raise ProviderError(
+                "anthropic", "stream dropped", status=None, retryable=True, maybe_billed=True
+            )
+        return perfect(request)
+
+    inner = FunctionModel(dropped_once)
+    client = RetryingClient(inner, max_attempts=3, sleep=lambda s: None, jitter=lambda: 0.0)
+    ledger = Ledger(prices=PriceTable({MODEL: PRICE}), limit_usd=50.0)
+    report = calibrate(client, BUNDLED, model=MODEL, max_tokens=4096, ledger=ledger)
+    assert report.queues_judged == 20 and len(inner.calls) == 40
+    worst = sum(
+        (estimate_input_tokens(r) * 5.0 + r.max_tokens * 25.0) / 1_000_000 for r in inner.calls[::2]
+    )
+    assert report.spend_usd == pytest.approx(20 * CALL_USD + worst, rel=1e-6)
+    assert report.spend_usd > 20 * CALL_USD + 20 * 4096 * 25.0 / 1_000_000 * 0.99
 
 
 # -- the statistics, pure ----------------------------------------------------------------------

@@ -7,6 +7,7 @@ to the cent, tokens to one decimal of k.
 from __future__ import annotations
 
 import json
+import math
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from overnight.estimate import (
     bill,
     cached_call_tokens,
     call_input_tokens,
+    check_budget,
     estimate,
     hard_cap,
     levers,
@@ -177,9 +179,33 @@ def test_recommendation() -> None:
     assert rec.calls_per_task == 6
     # the rule: derived x cap_factor, rounded up to a whole dollar (27.5125 -> 28); it covers
     # the night where every cached call misses the TTL
-    assert hard_cap(seed(cap_factor=1.0)) == 23
+    assert hard_cap(seed(cap_factor=1.1)) == 25
+    # ...raised so the derived total stays under the 90% line: x1.0 would give $23, on which
+    # $22.01 is 95.7%, past the enforcement line; $22.01 / 0.9 = $24.46 -> $25
+    assert hard_cap(seed(cap_factor=1.0)) == 25
+    assert "raised to $22.01 / 0.9" in recommend(seed(cap_factor=1.0)).cap_rule
     miss = lever(SEED_EXAMPLE, "caching").ttl_miss_total_usd
     assert miss is not None and miss < rec.hard_cap_usd
+
+
+@pytest.mark.parametrize(
+    ("cap_factor", "finish_at", "enforce_at"),
+    [(1.25, 0.9, 0.92), (1.0, 0.9, 0.92), (1.25, 0.5, 0.5), (1.25, 0.3, 0.95), (3.0, 0.8, 0.8)],
+)
+def test_the_recommended_cap_passes_its_own_budget_check(
+    cap_factor: float, finish_at: float, enforce_at: float
+) -> None:
+    w = seed(cap_factor=cap_factor, finish_at=finish_at, enforce_at=enforce_at)
+    rec = recommend(w)
+    cap = rec.hard_cap_usd
+    check = check_budget(w.model_copy(update={"budget_usd": float(cap)}))
+    assert check is not None and check.covers and not check.past_finish_line
+    assert check.recommended_cap_usd == cap
+    # a dollar less fails one of the two lines, or the factor made the cap
+    below = check_budget(w.model_copy(update={"budget_usd": float(cap - 1)}))
+    assert below is not None
+    by_factor = math.ceil(rec.derived_usd * cap_factor - 1e-9)
+    assert (not below.covers or below.past_finish_line) or cap == by_factor
 
 
 # --- the spec -------------------------------------------------------------------------------------

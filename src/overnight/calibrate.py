@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import statistics
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
@@ -41,24 +42,19 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from overnight.calibration import LABELS, CalibrationSet, Label, LabelledQueue, load_queues
-from overnight.core.budget import Ledger
+from overnight.core.budget import BudgetFractions, Ledger
 from overnight.core.drift import DRIFT_PRUNE_ABOVE, DriftVerdict, drift_gate
 from overnight.core.endings import DRIFT_HALT_ABOVE
 from overnight.core.errors import (
     BudgetRefused,
     ConfigError,
     InvalidModelOutput,
-    ModelCallFailed,
     RunError,
 )
+from overnight.models.gateway import KeptRecords, ModelGateway, NoEvents
 from overnight.models.seam import ModelClient
 from overnight.models.structured import ask_structured
-from overnight.models.types import (
-    ModelRequest,
-    ModelResponse,
-    coerce_response,
-    estimate_input_tokens,
-)
+from overnight.models.types import ModelRequest, ModelResponse
 from overnight.prompts import DRIFT_TOOL, drift_request
 
 Band = Literal["none", "prune", "halt"]
@@ -431,29 +427,25 @@ def summarize(
 
 
 class MeteredJudge:
-    """Each call through the ledger: reserve the worst case (refused beyond the cap), call,
-    price every usage field, record. A failed call releases its reservation."""
+    """Each call through the model gateway, as a night makes it: every attempt reserved at
+    its worst case (refused beyond the cap) and booked from its usage, a retried or broken
+    attempt booked as a night books it. Nothing is written to disk."""
 
     def __init__(self, client: ModelClient, ledger: Ledger) -> None:
-        self.client = client
-        self.ledger = ledger
+        self.gateway = ModelGateway(
+            client, ledger, KeptRecords(), NoEvents(), time.monotonic, BudgetFractions()
+        )
         self.calls = 0
 
     def __call__(self, request: ModelRequest) -> ModelResponse:
-        reservation = self.ledger.reserve(
-            request.model, estimate_input_tokens(request), request.max_tokens, request.cache_ttl
-        )
-        self.calls += 1
         try:
-            response = coerce_response(self.client.complete(request))
-        except Exception as exc:
-            self.ledger.release(reservation)
-            if isinstance(exc, RunError):
-                raise
-            raise ModelCallFailed(f"drift call failed: {exc!r}") from exc
-        self.ledger.record(
-            request.model, response.usage if response.usage_known else None, reservation
-        )
+            response = self.gateway.call(request)
+        except BudgetRefused:
+            raise  # refused before it was made: not a call
+        except BaseException:
+            self.calls += 1
+            raise
+        self.calls += 1
         return response
 
 

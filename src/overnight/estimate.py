@@ -55,13 +55,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from overnight.core.budget import Price
+from overnight.core.budget import PER_MILLION, Price
 from overnight.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from overnight.spec import Spec
 
-PER_MILLION = 1_000_000
 #: The cache TTL the caching lever assumes every gap between a task's calls stays under.
 CACHE_TTL_MINUTES = 5
 #: Where a workload sits in ``night.toml``; prefixes the field named by an error.
@@ -774,12 +773,32 @@ def levers(w: Workload) -> list[Lever]:
 
 
 def hard_cap(w: Workload) -> int:
-    """The derived total times ``cap_factor``, rounded up to a whole dollar.
+    """The derived total times ``cap_factor``, rounded up to a whole dollar, and raised when
+    the night's own lines need more: the derived total must stay under ``finish_at`` of the
+    cap (and so under ``enforce_at``), or the cap this estimate recommends would fail its own
+    budget check.
 
     With the default 1.25 the cap covers the worst case of the caching lever (every call a
     1.25x cache write with no read raises the input bill by 25%) and keeps the derived total
     below 80% of the cap, under the 90% line where a night stops starting tasks."""
-    return math.ceil(_baseline(w)[1] * _x(w.cap_factor))
+    total = _baseline(w)[1]
+    by_factor = math.ceil(total * _x(w.cap_factor))
+    by_lines = math.ceil(total / min(_x(w.finish_at), _x(w.enforce_at)))
+    return max(by_factor, by_lines)
+
+
+def _cap_rule(w: Workload, total: Fraction) -> str:
+    rule = (
+        f"{_money(total)} x {_num(w.cap_factor)} = {_money(total * _x(w.cap_factor))}, "
+        "rounded up to a whole dollar"
+    )
+    if math.ceil(total * _x(w.cap_factor)) < hard_cap(w):
+        line = min(_x(w.finish_at), _x(w.enforce_at))
+        rule += (
+            f", raised to {_money(total)} / {_num(line)} = {_money(total / line)} rounded up "
+            f"so the derived total stays under the {_pct(line * 100, 0)} line"
+        )
+    return rule
 
 
 def recommend(w: Workload) -> Recommendation:
@@ -791,8 +810,7 @@ def recommend(w: Workload) -> Recommendation:
         derived_usd=float(total),
         hard_cap_usd=cap,
         headroom_usd=float(cap - total),
-        cap_rule=f"{_money(total)} x {_num(w.cap_factor)} = {_money(total * _x(w.cap_factor))}, "
-        "rounded up to a whole dollar",
+        cap_rule=_cap_rule(w, total),
         derived_share_of_cap=float(total / cap) if cap else 0.0,
         verified_tasks=float(verified),
         cost_per_verified_task_usd=float(total / verified),
@@ -824,7 +842,7 @@ def check_budget(w: Workload) -> BudgetCheck | None:
     covers = total <= line
     past_finish = total > finish
     least = Fraction(math.ceil(total * 100 / _x(w.enforce_at)), 100)
-    recommended = max(hard_cap(w), math.ceil(total / _x(w.finish_at)))
+    recommended = hard_cap(w)
     enforce_pct, finish_pct = _pct(_x(w.enforce_at) * 100, 0), _pct(_x(w.finish_at) * 100, 0)
     where = f"its enforcement line, {_money(line)} ({enforce_pct} of the cap)"
     if total == 0:

@@ -479,9 +479,7 @@ class Night(HarnessCalls):
 
     def tokens_affordable(self, model: str) -> int:
         """Money left before the enforcement line, in output tokens of ``model``."""
-        price = self.ledger.prices.price(model)
-        left = self.ledger.enforced_usd - self.ledger.spent_usd - self.ledger.held_usd
-        return max(0, int(left * 1e6 / price.output)) if price.output > 0 else 0
+        return self.ledger.max_output_tokens(model, 0)
 
     def verify(self, task: Task, candidate: str | None, attempt: int) -> Verdict:
         """Run the task's verify on a clean checkout of ``candidate`` (None: the branch as it

@@ -4,6 +4,7 @@ every untrusted string escaped; and the Markdown carrying the same facts in text
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from html import escape
 from html.parser import HTMLParser
@@ -161,6 +162,41 @@ def test_budgets_are_gauges_with_their_lines_marked(full_run: Path) -> None:
     assert len(doc.with_class("line", "mark-stop")) == 2
     assert len(doc.with_class("line", "mark-enforced")) == 2
     assert doc.with_class("line", "mark-refused") == []
+
+
+def _styles(css: str) -> dict[str, str]:
+    return {
+        m.group(1): m.group(2).strip() for m in re.finditer(r"(\.[\w. -]+?)\s*\{([^}]*)\}", css)
+    }
+
+
+def test_a_money_line_is_drawn_the_same_way_in_the_gauge_the_chart_and_the_legend(
+    full_run: Path,
+) -> None:
+    text = page(full_run)
+    doc = Elements(text)
+    styles = _styles(text[text.index("<style>") : text.index("</style>")])
+
+    def meaning(attrs: dict[str, str]) -> str:
+        [cls] = [c for c in attrs["class"].split() if c.startswith("line-")]
+        return cls
+
+    # The gauge's stop mark and the chart's finish band are the same amount of money.
+    stop_mark = meaning(doc.with_class("line", "mark-stop")[0])
+    [finish_band] = [a for a in doc.with_class("line", "band") if a["data-fraction"] == "0.9"]
+    assert meaning(finish_band) == stop_mark
+    notice_band = next(a for a in doc.with_class("line", "band") if a["data-fraction"] == "0.7")
+    assert meaning(notice_band) == meaning(doc.with_class("line", "mark-notice")[0])
+    # Only the meaning classes carry a stroke, one distinct style per meaning, and each
+    # meaning drawn anywhere has its swatch in a legend.
+    stroked = {sel: rule for sel, rule in styles.items() if "stroke:" in rule}
+    for sel in stroked:
+        assert not sel.startswith((".mark-", ".band-")), sel
+    lines = {sel: rule for sel, rule in stroked.items() if sel.startswith(".line-")}
+    assert len(set(lines.values())) == len(lines) >= 4
+    drawn = {meaning(a) for a in doc.with_class("line", "mark") + doc.with_class("line", "band")}
+    swatches = {meaning(a) for a in doc.with_class("span", "swatch")}
+    assert drawn <= swatches
 
 
 # -- a night that ran out of money ---------------------------------------------------------------

@@ -26,7 +26,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from overnight.core.budget import (
     Band,
@@ -49,8 +49,6 @@ from overnight.models.types import (
     coerce_response,
     estimate_input_tokens,
 )
-from overnight.store.journal import Journal
-from overnight.trace import Trace
 
 
 def budget_notice(spent: float, limit: float, band: Band) -> str:
@@ -92,6 +90,30 @@ WarningKind = Literal[
     "usage_suspect",
     "unanswered_reservation",
 ]
+
+
+class SpendSink(Protocol):
+    """Where the gateway writes its reserve and book records: the run's ``spend.jsonl``
+    journal, or a list when nothing outlives the process (calibration)."""
+
+    def append(self, record: dict[str, Any]) -> None: ...
+
+
+class EventSink(Protocol):
+    """Where the gateway reports refusals and warnings: the run's trace."""
+
+    def event(self, kind: str, **fields: Any) -> None: ...
+
+
+class KeptRecords(list[dict[str, Any]]):
+    """A ``SpendSink`` in memory."""
+
+
+class NoEvents:
+    """An ``EventSink`` that keeps nothing."""
+
+    def event(self, kind: str, **fields: Any) -> None:
+        return None
 
 
 @dataclass
@@ -394,8 +416,8 @@ class ModelGateway:
         self,
         client: ModelClient,
         ledger: Ledger,
-        spend: Journal,
-        trace: Trace,
+        spend: SpendSink,
+        trace: EventSink,
         seconds: Callable[[], float],
         fractions: BudgetFractions,
     ) -> None:

@@ -91,25 +91,25 @@ td.nowrap { white-space: nowrap; }
 .fill-near { fill: var(--warn); }
 .fill-over { fill: var(--bad); }
 .mark { stroke-width: 2.5; }
-.mark-notice { stroke: var(--warn); stroke-dasharray: 2 2; }
-.mark-stop { stroke: var(--fg); }
-.mark-enforced { stroke: var(--bad); stroke-dasharray: 5 3; }
-.mark-refused { stroke: var(--bad); stroke-width: 4; }
+.band { stroke-width: 1.5; }
+.line-notice { stroke: var(--warn); stroke-dasharray: 2 2; }
+.line-stop { stroke: var(--bad); stroke-dasharray: 6 4; }
+.line-enforced { stroke: var(--fg); stroke-dasharray: 5 3; }
+.line-limit { stroke: var(--fg); }
+.line-refused { stroke: var(--bad); stroke-width: 4; }
 .legend { font-size: 13px; }
 .swatch { display: inline-block; width: 18px; height: 0; vertical-align: middle;
-  border-top: 3px solid var(--fg); margin: 0 4px 0 10px; }
-.swatch.notice { border-top: 3px dotted var(--warn); }
-.swatch.enforced { border-top: 3px dashed var(--bad); }
-.swatch.refused { border-top: 4px solid var(--bad); }
+  margin: 0 4px 0 10px; }
+.swatch.line-notice { border-top: 3px dotted var(--warn); }
+.swatch.line-stop { border-top: 3px dashed var(--bad); }
+.swatch.line-enforced { border-top: 3px dashed var(--fg); }
+.swatch.line-limit { border-top: 3px solid var(--fg); }
+.swatch.line-refused { border-top: 4px solid var(--bad); }
 svg.chart { display: block; width: 100%; height: auto; }
 .axis { stroke: var(--muted); stroke-width: 1; }
 .grid { stroke: var(--line); stroke-width: 1; }
 .tick { fill: var(--muted); font-size: 11px; }
 .axis-title { fill: var(--muted); font-size: 12px; }
-.band { stroke-width: 1.5; stroke-dasharray: 6 4; }
-.band-notice { stroke: var(--warn); }
-.band-finish { stroke: var(--bad); }
-.band-limit { stroke: var(--fg); stroke-dasharray: none; }
 .band-label { font-size: 11px; fill: var(--fg); }
 .threshold { stroke-width: 1.5; stroke-dasharray: 6 4; }
 .threshold-prune { stroke: var(--warn); }
@@ -229,18 +229,30 @@ def _budgets(r: TerminalResult, fractions: BudgetFractions) -> str:
         "seconds": r.budgets.seconds,
     }
     gauges = "".join(_gauge(key, label, view[key], fractions) for key, label in _BUDGET_NAMES)
-    legend = (
-        '<p class="legend">Marks: <span class="swatch notice"></span>notice (money: the agent '
-        'is told to hurry) <span class="swatch"></span>stop (the run ends; for money: the task '
-        'in flight finishes, no new one starts) <span class="swatch enforced"></span>enforced '
-        "(no ordinary call may cross it; above lies the wrap-up reserve) "
-        '<span class="swatch refused"></span>a refused call would have reached</p>'
+    legend = _legend(
+        "Marks:",
+        ("notice", "notice (money: the agent is told to hurry)"),
+        ("stop", "stop (the run ends; for money: the task in flight finishes, no new one starts)"),
+        ("enforced", "enforced (no ordinary call may cross it; above lies the wrap-up reserve)"),
+        ("refused", "a refused call would have reached"),
     )
     wrap = (
         f'<p class="muted">Used at the stop decision; the closing summary cost '
         f"{e(fmt_usd(r.wrapup.cost_usd))} from the reserve on top.</p>"
     )
     return f'<section id="budgets"><h2>Budgets</h2>{gauges}{legend}{wrap}</section>'
+
+
+# One style per meaning, shared by the gauges, the spend chart and their legends: a money
+# line's chart band and its gauge mark are the same amount, so they are drawn the same way.
+LINE_MEANING = {"notice": "notice", "finish": "stop", "limit": "limit"}
+
+
+def _legend(title: str, *entries: tuple[str, str]) -> str:
+    swatches = " ".join(
+        f'<span class="swatch line-{meaning}"></span>{e(text)}' for meaning, text in entries
+    )
+    return f'<p class="legend">{e(title)} {swatches}</p>'
 
 
 def _gauge(name: str, label: str, b: BudgetBlock, fractions: BudgetFractions) -> str:
@@ -281,7 +293,7 @@ def _gauge(name: str, label: str, b: BudgetBlock, fractions: BudgetFractions) ->
         lines.append(text)
         xv = _n(min(max(x(value), 1.5), width - 1.5))
         marks.append(
-            f'<line class="mark mark-{cls}" x1="{xv}" x2="{xv}" y1="1" y2="29" '
+            f'<line class="mark mark-{cls} line-{cls}" x1="{xv}" x2="{xv}" y1="1" y2="29" '
             f'vector-effect="non-scaling-stroke"><title>{e(text)}</title></line>'
         )
 
@@ -338,6 +350,13 @@ def _spend(r: TerminalResult, fractions: BudgetFractions) -> str:
         note = '<p class="muted">Nothing to plot: no model call was made in this night.</p>'
         return f'<section id="spend"><h2>Spend over time</h2>{note}{facts}</section>'
     charts = _spend_chart(curve, lines, limit)
+    if lines:
+        charts += _legend(
+            "Lines:",
+            ("notice", "notice (the agent is told to hurry)"),
+            ("stop", "stop (no new task starts)"),
+            ("limit", "the money limit"),
+        )
     peak = max((p.cost_usd for p in curve), default=0.0)
     if limit and 0 < peak < ZOOM_BELOW * limit:
         charts += (
@@ -422,7 +441,8 @@ def _spend_chart(
     for line in lines:
         y = _n(sy(line.usd))
         parts.append(
-            f'<line class="band band-{e(line.name)}" data-fraction="{line.fraction:g}" '
+            f'<line class="band band-{e(line.name)} line-{LINE_MEANING[line.name]}" '
+            f'data-fraction="{line.fraction:g}" '
             f'x1="{_n(left)}" x2="{_n(right)}" y1="{y}" y2="{y}"/>'
             f'<text class="band-label" x="{_n(right + 6)}" y="{_n(sy(line.usd) + 4)}">'
             f"{_pct(line.fraction)} {e(line.name)} {e(fmt_usd(line.usd))}</text>"
