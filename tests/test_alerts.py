@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from overnight.alerts import AlertsSpec, send_alert
+from overnight.night.alerts import AlertsSpec, send_alert
 from overnight.testing import ScriptedModel
 from tests.helpers.nights import command_task, make_spec, run_night
 

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
+from overnight.config.spec import parse_spec
 from overnight.core.budget import Price, Usage
 from overnight.core.tasks import Task
-from overnight.executor import ExecContext
-from overnight.harness import Signals
 from overnight.models.types import ModelRequest, coerce_response
-from overnight.spec import parse_spec
+from overnight.night.night import Signals
+from overnight.seams import ExecContext
 from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, tool_answer, usage_dict
 from overnight.testing.fakes import model_call
 from tests.helpers.nights import git, make_spec, resume_night, run_night, spec_data

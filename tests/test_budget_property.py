@@ -36,10 +36,10 @@ from overnight.clock import FakeClock
 from overnight.core.budget import money_line_nanos, to_nanos
 from overnight.core.endings import CLASS, EXIT_CODE, Ending, agrees_with_budgets
 from overnight.core.tasks import Task
-from overnight.executor import ExecContext
 from overnight.models.retry import RetryingClient
 from overnight.models.types import ModelRequest, estimate_input_tokens
 from overnight.report.result import shipped_schema
+from overnight.seams import ExecContext
 from overnight.store.journal import read_journal
 from overnight.testing import FunctionModel, ScriptedExecutor, text_answer, tool_answer, usage_dict
 from overnight.testing.fakes import (

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from overnight.calibrate import (
+from overnight.calibration.measure import (
     CONFIGURED,
     QueueResult,
     Thresholds,
@@ -22,8 +22,8 @@ from overnight.calibrate import (
     suggest_threshold,
     summarize,
 )
-from overnight.calibration import LabelledQueue, bundled_text, load_queues, parse_set
-from overnight.cli import main
+from overnight.calibration.queues import LabelledQueue, bundled_text, load_queues, parse_set
+from overnight.cli.commands import main
 from overnight.core.budget import Ledger, Price, PriceTable
 from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.errors import ConfigError
@@ -31,7 +31,7 @@ from overnight.core.tasks import Task
 from overnight.models.provider_errors import ProviderError
 from overnight.models.retry import RetryingClient
 from overnight.models.types import ModelRequest, estimate_input_tokens
-from overnight.prompts import DRIFT_TOOL, drift_request
+from overnight.night.prompts import DRIFT_TOOL, drift_request
 from overnight.testing import FunctionModel, ScriptedModel, tool_answer, usage_dict
 from tests.helpers.toml import dumps
 

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from overnight.cli import main
+from overnight.cli.commands import main
+from overnight.config.spec import parse_spec
 from overnight.core.errors import ConfigError
-from overnight.estimate import (
+from overnight.estimate.derive import (
     SEED_EXAMPLE,
     Lever,
     Workload,
@@ -35,7 +36,6 @@ from overnight.estimate import (
     total_usd,
     workload_flags,
 )
-from overnight.spec import parse_spec
 
 
 def seed(**changes: Any) -> Workload:

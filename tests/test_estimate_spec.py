@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
-from overnight.cli import main
-from overnight.estimate import (
+from overnight.cli.commands import main
+from overnight.config.spec import load_spec, parse_spec
+from overnight.estimate.derive import (
     SEED_EXAMPLE,
     Workload,
     compactions_per_task,
@@ -29,7 +30,6 @@ from overnight.estimate import (
     spec_defaults,
     workload_flags,
 )
-from overnight.spec import load_spec, parse_spec
 from overnight.testing.fakes import ScriptedModel, tool_answer
 from tests.helpers.nights import cli_env, command_task, run_night, spec_data
 from tests.helpers.toml import dumps

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from overnight.config.spec import parse_spec
 from overnight.core.errors import ConfigError
 from overnight.models.seam import import_roots, resolve_target
 from overnight.models.types import ModelRequest
-from overnight.spec import parse_spec
 from overnight.testing import FunctionModel, text_answer, tool_answer
 from tests.helpers.nights import run_night, spec_data
 

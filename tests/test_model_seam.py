@@ -18,7 +18,7 @@ from overnight.models.types import (
     estimate_input_tokens,
     usage_from_anthropic,
 )
-from overnight.prompts import PlanAnswer
+from overnight.night.prompts import PlanAnswer
 from overnight.testing import ScriptedModel, text_answer, tool_answer
 from tests.helpers.nights import command_task, make_spec, run_night
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from overnight.panel import last_event, render_panel
-from overnight.status import read_status
+from overnight.cli.panel import last_event, render_panel
+from overnight.cli.status import read_status
 from overnight.testing import ScriptedModel
 from tests.helpers.nights import cli_env, command_task, make_spec, run_night, spec_data, write_spec
 
@@ -38,7 +38,7 @@ def test_panel_shows_spend_bands_tasks_drift_and_ending(repo: Path, tmp_path: Pa
 
 
 def test_spend_bar_marks_the_bands() -> None:
-    from overnight.panel import spend_bar
+    from overnight.cli.panel import spend_bar
 
     low, high = str(spend_bar(1.0, 10.0)), str(spend_bar(9.5, 10.0))
     assert low.count("|") == 3  # 70 / 90 / 92 % marks on the empty part

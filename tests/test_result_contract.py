@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jsonschema
 
-from overnight.cli import main
+from overnight.cli.commands import main
 from overnight.report.result import result_json_schema, shipped_schema
 from overnight.testing import ScriptedModel
 from tests.helpers.nights import command_task, git, make_spec, run_night

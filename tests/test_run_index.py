@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.cli import main
+from overnight.cli.commands import main
 from tests.helpers.nights import command_task, git, spec_data, write_spec
 
 

@@ -13,10 +13,10 @@ import pytest
 
 from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit
 from overnight.core.tasks import Task
-from overnight.executor import ExecContext
-from overnight.harness import Signals
+from overnight.night.night import Signals
 from overnight.report.html import render_html
 from overnight.report.markdown import render_markdown
+from overnight.seams import ExecContext
 from overnight.store.checkpoint import load_checkpoint
 from overnight.testing import ScriptedExecutor, ScriptedModel
 from overnight.testing.fakes import append_line, write_file

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from overnight import workspace as ws
 from overnight.clock import FakeClock
 from overnight.core.budget import MONEY
 from overnight.core.endings import (
@@ -30,10 +29,11 @@ from overnight.core.errors import BudgetRefused, GoalMutated, RunError, TableErr
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.core.tasks import Task
-from overnight.executor import ExecContext
-from overnight.finish import finish
-from overnight.harness import Night, Signals
 from overnight.models.types import ModelRequest
+from overnight.night import worktree as ws
+from overnight.night.finish import finish
+from overnight.night.night import Night, Signals
+from overnight.seams import ExecContext
 from overnight.store.journal import read_journal
 from overnight.store.rundir import RunDir
 from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, usage_dict

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from overnight.core.errors import ConfigError, WorkspaceError
-from overnight.workspace import (
+from overnight.night.worktree import (
     check_repository,
     clean_checkout,
     clear_stale_locks,

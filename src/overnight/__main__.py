@@ -1,3 +1,3 @@
-from overnight.cli import main
+from overnight.cli.commands import main
 
 raise SystemExit(main())

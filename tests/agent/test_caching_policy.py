@@ -14,14 +14,14 @@ from typing import Any
 
 import pytest
 
-from overnight.agent.config import AgentSpec
 from overnight.agent.loop import AgentExecutor
 from overnight.agent.prompts import first_message
 from overnight.clock import FakeClock
+from overnight.config.agent import AgentSpec
 from overnight.core.budget import Price, Usage
 from overnight.core.tasks import Task
-from overnight.executor import ExecContext
 from overnight.models.types import ModelRequest, TextBlock, ToolSpec, ToolUseBlock
+from overnight.seams import ExecContext
 from overnight.testing.cache_sim import CachingProvider, effective_input_tokens, words
 from overnight.tools.base import ToolContext, ToolOutcome
 

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from overnight.clock import Clock, FakeClock
-from overnight.executor import TaskExecutor
-from overnight.harness import Signals
+from overnight.config.spec import Spec, parse_spec
 from overnight.models.seam import ModelClient
+from overnight.night.night import Signals
+from overnight.night.runs import resume_run, start_run
 from overnight.report.result import TerminalResult
-from overnight.runs import resume_run, start_run
-from overnight.spec import Spec, parse_spec
+from overnight.seams import TaskExecutor
 from overnight.store.rundir import RunDir
 from tests.helpers.toml import dumps
 

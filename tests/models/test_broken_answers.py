@@ -24,7 +24,7 @@ from overnight.models.provider_errors import ProviderError
 from overnight.models.retry import RetryingClient
 from overnight.models.types import ModelRequest, estimate_input_tokens
 from overnight.store.journal import Journal, read_journal
-from overnight.trace import Trace
+from overnight.store.trace import Trace
 from tests.models.cassettes import Interaction
 from tests.models.replay import Breakage, ReplayServer
 

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from overnight.clock import FakeClock
+from overnight.config.spec import ModelSpec
 from overnight.core.budget import BudgetFractions, Ledger, PriceTable, Usage
 from overnight.core.endings import classify_exception, describe
 from overnight.core.errors import DependencyUnavailable, ModelCallFailed
@@ -34,9 +35,8 @@ from overnight.models.provider_errors import ProviderError
 from overnight.models.providers import build_client
 from overnight.models.retry import RetryingClient
 from overnight.models.types import ModelRequest, ModelResponse, estimate_input_tokens
-from overnight.spec import ModelSpec
 from overnight.store.journal import Journal, read_journal
-from overnight.trace import Trace
+from overnight.store.trace import Trace
 from tests.models.cassettes import Interaction, all_files, cassette_dir, load
 from tests.models.recorded import (
     anthropic_request,

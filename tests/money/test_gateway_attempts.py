@@ -17,6 +17,7 @@ from overnight.models.retry import RetryingClient
 from overnight.models.seam import CallableModel
 from overnight.models.types import ModelRequest, ModelResponse, TextBlock, estimate_input_tokens
 from overnight.store.journal import Journal, read_journal
+from overnight.store.trace import Trace
 from overnight.testing import text_answer, usage_dict
 from overnight.testing.fakes import (
     FlakyModel,
@@ -26,7 +27,6 @@ from overnight.testing.fakes import (
     provider_failure,
     unbilled_answer,
 )
-from overnight.trace import Trace
 
 MODEL = "opus-class"
 PRICE = Price(5.0, 25.0, 0.5, 6.25, 10.0)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from overnight.core.tasks import Task
-from overnight.executor import ExecContext, ExecResult
 from overnight.models.types import ModelRequest
+from overnight.seams import ExecContext, ExecResult
 from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, usage_dict
 from overnight.testing.fakes import advance, model_call
 from tests.helpers.nights import make_repo, make_spec, run_night

@@ -22,7 +22,7 @@ import pytest
 from overnight.core.tasks import Task
 from overnight.effects import ToolFailure
 from overnight.effects.store import SqliteEffectStore
-from overnight.executor import ExecContext
+from overnight.seams import ExecContext
 from overnight.testing import ScriptedExecutor, ScriptedModel
 from overnight.tools.base import ToolContext, ToolOutcome
 from overnight.tools.external import ExternalTool, ExternalToolSpec

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from overnight.agent.cache import CachePolicy, marker
-from overnight.agent.config import AgentSpec
 from overnight.agent.lessons import extract_lessons, render_lessons
 from overnight.agent.prompts import COMPACT_SYSTEM, SYSTEM, first_message
+from overnight.config.agent import AgentSpec
 from overnight.core.budget import CacheTTL
 from overnight.core.tasks import Task
-from overnight.executor import ExecContext, ExecResult
 from overnight.models.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
+from overnight.seams import ExecContext, ExecResult
 from overnight.tools.base import ToolContext
 from overnight.tools.toolbox import Toolbox
 

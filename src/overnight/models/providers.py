@@ -26,9 +26,9 @@ from overnight.models.retry import RetryHook, RetryingClient, sleep_for_clock
 from overnight.models.seam import ModelClient, python_model
 
 if TYPE_CHECKING:
+    from overnight.config.spec import ModelSpec
     from overnight.models.anthropic_provider import AnthropicClient
     from overnight.models.openai_provider import Api, OpenAIClient
-    from overnight.spec import ModelSpec
 
 #: The API each OpenAI-protocol provider uses when the spec does not say.
 DEFAULT_API: dict[str, Api] = {"openai": "responses", "openai-compatible": "chat"}
@@ -89,7 +89,7 @@ def sdk_client(spec: ModelSpec) -> AnthropicClient | OpenAIClient:
             "set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY, "
             "OPENAI_API_KEY)",
         ) from None
-    from overnight.spec import PROVIDERS
+    from overnight.config.spec import PROVIDERS
 
     raise ConfigError(
         "model.provider",

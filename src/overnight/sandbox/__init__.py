@@ -1,5 +1,6 @@
 """The OS sandbox (bubblewrap) for every command the model can influence."""
 
+from overnight.config.sandbox import SandboxMode, SandboxSpec
 from overnight.sandbox.bwrap import (
     Layout,
     Sandbox,
@@ -9,7 +10,6 @@ from overnight.sandbox.bwrap import (
     probe,
     sandbox_env,
 )
-from overnight.sandbox.spec import SandboxMode, SandboxSpec
 
 __all__ = [
     "Layout",

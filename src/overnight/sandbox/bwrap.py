@@ -35,7 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from overnight.sandbox.spec import SandboxSpec
+from overnight.config.sandbox import SandboxSpec
 
 #: The sandbox's own home directory (inside its private /tmp).
 SANDBOX_HOME = "/tmp/home"

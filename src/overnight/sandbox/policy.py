@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from overnight.config.sandbox import SandboxMode, SandboxSpec
 from overnight.core.errors import ConfigError, RunError
 from overnight.sandbox.bwrap import Sandbox, SandboxUnavailable, build_sandbox, probe
-from overnight.sandbox.spec import SandboxMode, SandboxSpec
 
 
 class SandboxFailed(RunError):

@@ -16,9 +16,9 @@ from typing import Any
 
 from overnight.core.budget import Usage
 from overnight.core.tasks import Task
-from overnight.executor import ExecContext, ExecResult
 from overnight.models.provider_errors import ProviderError
 from overnight.models.types import ModelRequest, ModelResponse, estimate_input_tokens
+from overnight.seams import ExecContext, ExecResult
 
 Answer = dict[str, Any] | ModelResponse
 Responder = Callable[[ModelRequest], Answer] | Answer | str

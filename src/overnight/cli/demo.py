@@ -34,10 +34,10 @@ def prepare_example(target: Path, name: str = EXAMPLE) -> Path:
 
 
 def run_demo(where: Path | None, *, quiet: bool = False, example: str = EXAMPLE) -> int:
-    from overnight.cli import _finish_output, run_with_progress
+    from overnight.cli.commands import _finish_output, run_with_progress
+    from overnight.config.spec import check_spec, load_spec
     from overnight.core.errors import ConfigError
-    from overnight.runs import start_run
-    from overnight.spec import check_spec, load_spec
+    from overnight.night.runs import start_run
 
     base = where or Path(tempfile.mkdtemp(prefix="overnight-demo-"))
     taken = [p.name for p in (base / "workspace", base / "run") if p.exists()]

@@ -12,8 +12,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from overnight import workspace as ws
-from overnight.alerts import send_alert
 from overnight.core.budget import (
     MONEY,
     SECONDS,
@@ -26,10 +24,12 @@ from overnight.core.budget import (
 )
 from overnight.core.endings import Ending, Stop, describe
 from overnight.core.errors import CheckpointCorrupt, DiskFull
-from overnight.harness import Night
 from overnight.models.gateway import SpendTotals, spend_totals
 from overnight.models.types import estimate_input_tokens
-from overnight.prompts import summary_request
+from overnight.night import worktree as ws
+from overnight.night.alerts import send_alert
+from overnight.night.night import Night
+from overnight.night.prompts import summary_request
 from overnight.report.result import (
     Branch,
     BudgetBlock,
@@ -50,7 +50,7 @@ from overnight.report.result import (
 )
 from overnight.store.journal import read_journal
 from overnight.store.rundir import write_json_atomic
-from overnight.trace import redact, secret_values
+from overnight.store.trace import redact, secret_values
 
 DEFAULT_MESSAGES: dict[Ending, str] = {
     Ending.GOAL_MET: "the goal predicate passed",

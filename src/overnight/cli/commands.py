@@ -137,7 +137,7 @@ def _parser() -> argparse.ArgumentParser:
         help="textstats: an agent fixes two bugs (default); migrations: command tasks",
     )
 
-    from overnight.estimate import workload_flags
+    from overnight.estimate.derive import workload_flags
 
     est = sub.add_parser(
         "estimate", help="what a night will cost, derived from token counts before it runs"
@@ -226,8 +226,8 @@ class _LivePanel:
         self.live.start()
 
     def __call__(self, record: dict[str, Any]) -> None:
-        from overnight.panel import render_panel
-        from overnight.status import read_status
+        from overnight.cli.panel import render_panel
+        from overnight.cli.status import read_status
 
         line = _progress_line(record)
         if line:
@@ -339,7 +339,7 @@ def resume_hint(run_dir: Path, result: Any) -> str:
 def _warn_uncommitted(spec: Any) -> None:
     """A night starts from the workspace's committed HEAD: say so when the checkout holds
     work it will not see."""
-    from overnight import workspace as ws
+    from overnight.night import worktree as ws
 
     repo = ws.check_repository(spec.workspace_path())
     paths = ws.uncommitted(repo)
@@ -357,8 +357,8 @@ def _warn_uncommitted(spec: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from overnight.runs import start_run
-    from overnight.spec import check_spec, load_spec
+    from overnight.config.spec import check_spec, load_spec
+    from overnight.night.runs import start_run
 
     spec = load_spec(args.spec)
     check_spec(spec)
@@ -376,8 +376,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 def run_with_progress(quiet: bool, start: Callable[[Any, Any, Callable[[Any], None]], T]) -> T:
     """Drive a new night with progress on stderr (the live panel on a terminal, lines
     otherwise) and SIGTERM/SIGINT draining it: ``start(signals, listener, on_created)``."""
-    from overnight.harness import Signals
-    from overnight.runs import drained_on_signals
+    from overnight.night.night import Signals
+    from overnight.night.runs import drained_on_signals
 
     signals = Signals()
     listener = _progress(quiet)
@@ -397,8 +397,8 @@ def run_with_progress(quiet: bool, start: Callable[[Any, Any, Callable[[Any], No
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from overnight.harness import Signals
-    from overnight.runs import drained_on_signals, resume_run
+    from overnight.night.night import Signals
+    from overnight.night.runs import drained_on_signals, resume_run
 
     raises = {
         k: getattr(args, k)
@@ -419,7 +419,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from overnight.status import read_status, render_status
+    from overnight.cli.status import read_status, render_status
 
     status = read_status(args.run_dir)
     if args.json:
@@ -435,8 +435,8 @@ def _panel_loop(run_dir: Path, *, watch: bool) -> None:
     from rich.console import Console
     from rich.live import Live
 
-    from overnight.panel import last_event, render_panel
-    from overnight.status import read_status
+    from overnight.cli.panel import last_event, render_panel
+    from overnight.cli.status import read_status
 
     def frame() -> Any:
         event = last_event(run_dir / "trace.jsonl")
@@ -487,7 +487,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from overnight.review import queue, render, resolve, review_db
+    from overnight.effects.review import queue, render, resolve, review_db
 
     root = args.runs  # None: every indexed run and $OVERNIGHT_HOME/runs
     db = review_db(args.db)
@@ -509,13 +509,13 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from overnight.demo import run_demo
+    from overnight.cli.demo import run_demo
 
     return run_demo(args.dir, quiet=args.quiet, example=args.example)
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from overnight.estimate import (
+    from overnight.estimate.derive import (
         SEED_EXAMPLE,
         estimate,
         render_text,
@@ -535,7 +535,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.seed_example:
         table = SEED_EXAMPLE.model_dump(exclude_none=True)
     elif args.spec is not None:
-        from overnight.spec import load_spec
+        from overnight.config.spec import load_spec
 
         spec = load_spec(args.spec)
         if spec.estimate is not None:
@@ -555,7 +555,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from overnight.calibrate import calibrate_spec, render_text
+    from overnight.calibration.measure import calibrate_spec, render_text
 
     report = calibrate_spec(args.spec, args.queues, args.usd)
     if args.json:
@@ -606,7 +606,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
-    from overnight import workspace as ws
+    from overnight.night import worktree as ws
     from overnight.store.rundir import RunDir, is_locked
 
     rd = RunDir(args.run_dir)

@@ -59,7 +59,7 @@ from overnight.core.budget import PER_MILLION, Price
 from overnight.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from overnight.spec import Spec
+    from overnight.config.spec import Spec
 
 #: The cache TTL the caching lever assumes every gap between a task's calls stays under.
 CACHE_TTL_MINUTES = 5

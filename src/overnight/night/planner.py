@@ -7,15 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from overnight.config.spec import Spec
 from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.errors import InvalidModelOutput
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.core.tasks import ParkedTask, Task
-from overnight.executor import TaskExecutor
 from overnight.models.gateway import ModelGateway
 from overnight.models.structured import ask_structured
-from overnight.prompts import (
+from overnight.night.prompts import (
     DRIFT_TOOL,
     PLAN_TOOL,
     REPLAN_TOOL,
@@ -27,10 +27,10 @@ from overnight.prompts import (
     planned_to_task,
     replan_request,
 )
-from overnight.spec import Spec
+from overnight.seams import TaskExecutor
+from overnight.store.trace import Trace
 from overnight.tools.base import ToolError
 from overnight.tools.builtin import check_command, parse_command
-from overnight.trace import Trace
 
 
 class HarnessCalls:

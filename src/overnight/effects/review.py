@@ -43,7 +43,7 @@ def run_dirs(root: Path | None) -> list[RunDir]:
     """The runs under review: ``root`` (a run, or a folder of runs); None: every run of the
     index plus those in ``$OVERNIGHT_HOME/runs``."""
     if root is None:
-        from overnight.runs import default_runs_root
+        from overnight.night.runs import default_runs_root
         from overnight.store.index import indexed_runs
 
         found = {r.path.absolute(): RunDir(r.path) for r in indexed_runs()}
@@ -58,7 +58,7 @@ def run_dirs(root: Path | None) -> list[RunDir]:
 
 
 def _effects_path(rd: RunDir) -> Path:
-    from overnight.spec import Spec
+    from overnight.config.spec import Spec
 
     return Spec.model_validate(read_json(rd.spec)).effects_path(rd.path)
 

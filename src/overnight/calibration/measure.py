@@ -41,7 +41,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from overnight.calibration import LABELS, CalibrationSet, Label, LabelledQueue, load_queues
+from overnight.calibration.queues import LABELS, CalibrationSet, Label, LabelledQueue, load_queues
 from overnight.core.budget import BudgetFractions, Ledger
 from overnight.core.drift import DRIFT_PRUNE_ABOVE, DriftVerdict, drift_gate
 from overnight.core.endings import DRIFT_HALT_ABOVE
@@ -55,7 +55,7 @@ from overnight.models.gateway import KeptRecords, ModelGateway, NoEvents
 from overnight.models.seam import ModelClient
 from overnight.models.structured import ask_structured
 from overnight.models.types import ModelRequest, ModelResponse
-from overnight.prompts import DRIFT_TOOL, drift_request
+from overnight.night.prompts import DRIFT_TOOL, drift_request
 
 Band = Literal["none", "prune", "halt"]
 BANDS: tuple[Band, ...] = ("none", "prune", "halt")
@@ -547,8 +547,8 @@ def calibrate_spec(
 ) -> CalibrationReport:
     """``overnight calibrate``: the spec's ``[model]`` as the judge, its price table, a ledger
     capped at ``usd``. Bad input is a ``ConfigError`` before any call is made."""
+    from overnight.config.spec import _check_model, _with_import_path, load_spec
     from overnight.models.providers import build_client
-    from overnight.spec import _check_model, _with_import_path, load_spec
 
     if not math.isfinite(usd) or usd <= 0:
         raise ConfigError("--usd", f"the cap must be a positive number of dollars, not {usd}")

@@ -13,15 +13,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from overnight.agent.config import AgentSpec
-from overnight.alerts import AlertsSpec
+from overnight.config.agent import AgentSpec
+from overnight.config.sandbox import SandboxSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
 from overnight.core.errors import ConfigError, SpecProblems
 from overnight.core.globs import GlobError, compile_glob
 from overnight.core.tasks import Task
-from overnight.estimate import Workload
+from overnight.estimate.derive import Workload
 from overnight.models.prices import price_for
-from overnight.sandbox.spec import SandboxSpec
+from overnight.night.alerts import AlertsSpec
 from overnight.tools.toolbox import ToolsSpec
 
 #: Where model calls can go (see ``overnight.models.providers``).
@@ -363,7 +363,7 @@ ModelNeed = Literal["none", "required"]
 
 def check_spec(spec: Spec) -> None:
     """Everything that can be known before a run starts, and fails it if wrong."""
-    from overnight.workspace import check_repository
+    from overnight.night.worktree import check_repository
 
     check_repository(spec.workspace_path())
     ids = [t.id for t in spec.tasks]
@@ -428,7 +428,7 @@ def check_spec(spec: Spec) -> None:
 
                 sdk_client(spec.model)  # refuses missing credentials the SDK can see up front
         if spec.executor is not None:
-            from overnight.executor import load_executor
+            from overnight.seams import load_executor
 
             load_executor(spec.executor.target)
 
@@ -436,8 +436,8 @@ def check_spec(spec: Spec) -> None:
 def sealed_places(spec: Spec, run_dir: Path | None = None) -> list[Path]:
     """What the sandbox never shows: the run directory, the workspace checkout and its git
     directory, ``$OVERNIGHT_HOME``, the effects ledger's directory."""
+    from overnight.night.worktree import check_repository, git_common_dir
     from overnight.store.rundir import overnight_home
-    from overnight.workspace import check_repository, git_common_dir
 
     repo = check_repository(spec.workspace_path())
     places = [repo, git_common_dir(repo), overnight_home()]

@@ -16,8 +16,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from overnight.cli.status import bands_text, drift_text, elapsed_text
 from overnight.core.text import printable
-from overnight.status import bands_text, drift_text, elapsed_text
 
 BANDS = ((0.70, "notice"), (0.90, "no new task"), (0.92, "enforced"))
 BAR = 50

@@ -2,7 +2,8 @@
 
 ``Night.drive`` is the only loop. Its one exit is a ``Stop`` returned by ``should_stop`` at the
 top of a lap; everything raised inside a lap is classified by ``classify_exception`` and lands
-back at that check. ``start_run`` and ``resume_run`` (in ``overnight.runs``) build a ``Night``.
+back at that check. ``start_run`` and ``resume_run`` (in ``overnight.night.runs``) build a
+``Night``.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
-from overnight import workspace as ws
 from overnight.agent.loop import AgentExecutor
 from overnight.clock import Clock
+from overnight.config.spec import Spec
 from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading, Ledger, reading
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
 from overnight.core.errors import Interrupted
@@ -28,11 +29,11 @@ from overnight.core.state import PredicateRecord, RunState, cannot_run_reason_te
 from overnight.core.tasks import CommandRun, InFlight, Task, pop_highest
 from overnight.effects.ledger import render_done
 from overnight.effects.store import EffectRow, SqliteEffectStore
-from overnight.executor import ExecContext, TaskExecutor, load_executor
-from overnight.harness_calls import HarnessCalls
 from overnight.models.gateway import ModelGateway, spend_totals
 from overnight.models.providers import build_client, sleep_for_clock
 from overnight.models.seam import ModelClient, import_roots
+from overnight.night import worktree as ws
+from overnight.night.planner import HarnessCalls
 from overnight.process import (
     CommandResult,
     Confinement,
@@ -41,15 +42,15 @@ from overnight.process import (
     run_command,
 )
 from overnight.sandbox.policy import SandboxPolicy
-from overnight.spec import Spec
+from overnight.seams import ExecContext, TaskExecutor, load_executor
 from overnight.store.atomic import private_dir
 from overnight.store.checkpoint import save_checkpoint
 from overnight.store.journal import Journal, read_journal
 from overnight.store.rundir import RunDir
+from overnight.store.trace import Trace
 from overnight.tools.base import ToolError
 from overnight.tools.builtin import check_command
 from overnight.tools.toolbox import Toolbox
-from overnight.trace import Trace
 
 OUTPUT_TAIL = 2000
 

@@ -1,0 +1,1 @@
+"""``overnight estimate``: what a night costs, derived from token counts before it runs."""
