@@ -8,21 +8,24 @@ from typing import Any
 
 import pytest
 
-from overnight.calibration.measure import (
+from overnight.calibration import (
     CONFIGURED,
+    LabelledQueue,
     QueueResult,
     Thresholds,
     agrees,
     band_of,
+    bundled_text,
     calibrate,
     confusion_matrix,
     distribution,
+    load_queues,
+    parse_set,
     separation,
     severity_order,
     suggest_threshold,
     summarize,
 )
-from overnight.calibration.queues import LabelledQueue, bundled_text, load_queues, parse_set
 from overnight.cli.commands import main
 from overnight.core.budget import Ledger, Price, PriceTable
 from overnight.core.drift import DriftVerdict, drift_gate

@@ -17,7 +17,7 @@ import pytest
 from overnight.cli.commands import main
 from overnight.config.spec import parse_spec
 from overnight.core.errors import ConfigError
-from overnight.estimate.derive import (
+from overnight.estimate import (
     SEED_EXAMPLE,
     Lever,
     Workload,

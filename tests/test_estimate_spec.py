@@ -21,7 +21,7 @@ import pytest
 
 from overnight.cli.commands import main
 from overnight.config.spec import load_spec, parse_spec
-from overnight.estimate.derive import (
+from overnight.estimate import (
     SEED_EXAMPLE,
     Workload,
     compactions_per_task,
