@@ -8,7 +8,7 @@ import pytest
 
 from overnight.core.budget import Price, Usage
 from overnight.core.errors import ConfigError, InvalidModelOutput, ModelCallFailed
-from overnight.models.seam import CallableModel, ModelClient, python_model
+from overnight.models.seam import CallableModel, python_model
 from overnight.models.structured import parse_answer
 from overnight.models.types import (
     ModelRequest,
@@ -19,6 +19,7 @@ from overnight.models.types import (
     usage_from_anthropic,
 )
 from overnight.night.prompts import PlanAnswer
+from overnight.seams import ModelClient
 from overnight.testing import ScriptedModel, text_answer, tool_answer
 from tests.helpers.nights import command_task, make_spec, run_night
 

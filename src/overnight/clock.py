@@ -1,25 +1,18 @@
-"""The clock seam. The harness reads time only through a ``Clock``."""
+"""The clocks behind the ``Clock`` seam (``overnight.seams``): the system's, and a fake that
+moves only when told to."""
 
 from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import Protocol
-
-
-class Clock(Protocol):
-    def monotonic(self) -> float:
-        """Seconds from an arbitrary origin; never goes backwards."""
-        ...
-
-    def now_iso(self) -> str:
-        """The wall-clock time, ISO 8601 in UTC, for reports."""
-        ...
 
 
 class SystemClock:
     def monotonic(self) -> float:
         return time.monotonic()
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
 
     def now_iso(self) -> str:
         return datetime.now(UTC).isoformat(timespec="seconds")
@@ -35,6 +28,9 @@ class FakeClock:
         if seconds < 0:
             raise ValueError("a clock does not go backwards")
         self._t += seconds
+
+    # Waiting on a fake clock is moving it on.
+    sleep = advance
 
     def monotonic(self) -> float:
         return self._t

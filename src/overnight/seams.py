@@ -1,24 +1,216 @@
-"""The executor seam: how an agent task's brief becomes work in the worktree.
+"""Every seam between the harness and the outside world, declared together.
 
-The harness hands the executor a task and a context; the executor may call the model (through
-the context, so every call is reserved, priced and traced) and edit files in the worktree.
-What it reports about itself is recorded, never trusted: the harness runs the task's verify.
+A night talks to five kinds of thing it does not own: the model (``ModelClient``), the work of
+an agent task (``TaskExecutor``), the tools an agent is handed (``Tool``), the ledger of
+external effects (``EffectStore``) and time (``Clock``). Each is a ``typing.Protocol``: the
+harness depends on these shapes only, and ``overnight.night.compose`` is the one place that
+names the concrete classes behind them. Test doubles for each ship in ``overnight.testing``
+(and ``overnight.clock.FakeClock``).
+
+What an executor or a tool reports about itself is recorded, never trusted: the harness runs
+the task's verify and the goal predicate itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from overnight.core.budget import Band
-from overnight.core.errors import ConfigError
 from overnight.core.tasks import Task
-from overnight.models.types import ModelRequest, ModelResponse
+from overnight.models.types import ModelRequest, ModelResponse, ToolSpec
 
 if TYPE_CHECKING:
     from overnight.process import Confinement
+
+# -- time ------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """The harness reads and spends time only through a clock."""
+
+    def monotonic(self) -> float:
+        """Seconds from an arbitrary origin; never goes backwards."""
+        ...
+
+    def now_iso(self) -> str:
+        """The wall-clock time, ISO 8601 in UTC, for reports."""
+        ...
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` (a retry's backoff); ``monotonic`` moves on by at least that."""
+        ...
+
+
+# -- the model -------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """Anything that answers a ``ModelRequest``. The gateway reserves, prices and records
+    each call; an answer that cannot be read is raised as ``UnreadableAnswer``."""
+
+    def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+# -- tools -----------------------------------------------------------------------------------
+
+
+class ToolError(Exception):
+    """Raised inside a tool; the toolbox turns it into an error outcome the model sees."""
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    root: Path
+    """The worktree: every path a tool touches resolves inside it (symlinks included)."""
+    artifacts: Path
+    """Where full outputs are kept when what the model sees is cut short."""
+    call_id: str
+    """Unique per call within the run (used to name artifacts)."""
+    seconds_left: Callable[[], float] = field(default=lambda: float("inf"))
+    stop_requested: Callable[[], str | None] = field(default=lambda: None)
+    run_id: str = ""
+    task_id: str = ""
+    effects: EffectStore | None = None
+    """The effects ledger for mutating external tools; None: no ledger."""
+    effect_key: Callable[[str, Mapping[str, Any]], str] = field(default=lambda _t, _a: "")
+    """The run-step key of a call (tool, arguments) in this task: the same on every execution
+    of the task, so that a resume reproduces it exactly."""
+    on_refused: Callable[[dict[str, Any]], None] = field(default=lambda _refusal: None)
+    """Told of an effect the ledger refused (a second delivery), so the run can report it."""
+    protected: Callable[[str], str | None] = field(default=lambda _rel: None)
+    """Why a worktree path (relative, ``/``) is protected (part of what judges the work),
+    or None; the file tools refuse protected paths."""
+    confine: Callable[[], Confinement | None] = field(default=lambda: None)
+    """The sandbox a command of ``run_command`` runs in; None: unconfined (``[sandbox] mode =
+    "off"``, or a test that builds a context by hand)."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    content: str
+    is_error: bool = False
+    artifact: str | None = None
+    """Path of the full output when ``content`` was shortened."""
+    repeat_key: str | None = None
+    """What makes two results the same for the agent's loop detection, when ``content`` also
+    carries what differs between identical runs (a duration, a log path); None: ``content``."""
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """One tool an agent may call. A tool never raises at the model: every refusal or failure
+    comes back as a ``ToolOutcome`` with ``is_error`` set, saying what was wrong and what to do."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    mutating: bool
+    """Changes the worktree (reversible through git) or the world."""
+
+    def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome: ...
+
+
+@runtime_checkable
+class ToolSet(Protocol):
+    """The tools one agent task is handed, by name (the spec's allowlist)."""
+
+    def specs(self) -> list[ToolSpec]:
+        """What a model request lists: one entry per tool, in a stable order."""
+        ...
+
+    def mutating(self, name: str) -> bool:
+        """Whether the tool called ``name`` changes the worktree or the world."""
+        ...
+
+    def dispatch(self, name: str, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
+        """Run one call; an unknown name, bad arguments, a refusal or a crash come back as an
+        error outcome the model sees."""
+        ...
+
+
+# -- the effects ledger ----------------------------------------------------------------------
+
+EffectState = Literal["intended", "confirmed", "failed", "unknown"]
+
+
+@dataclass(frozen=True)
+class EffectRow:
+    run_id: str
+    task_id: str
+    step_key: str
+    task_key: str | None
+    tool: str
+    args: dict[str, Any]
+    state: EffectState
+    result: Any
+    error: str | None
+    created_at: str
+    updated_at: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "key": self.step_key,
+            "task_key": self.task_key,
+            "task": self.task_id,
+            "run_id": self.run_id,
+            "state": self.state,
+            "args": self.args,
+            "detail": self.result,
+            "error": self.error,
+        }
+
+
+class DuplicateEffect(Exception):
+    """The task-scoped key is already in the ledger: this effect was attempted before."""
+
+    def __init__(self, existing: EffectRow) -> None:
+        self.existing = existing
+        super().__init__(
+            f"{existing.tool} with key {existing.task_key} was already recorded by run "
+            f"{existing.run_id} ({existing.state})"
+        )
+
+
+@runtime_checkable
+class EffectStore(Protocol):
+    """Where every external effect is written down before it is attempted. The run-step key
+    is unique (a resume finds its row); a task key, when set, is unique among rows that did
+    not fail (a second delivery collides with the first: ``DuplicateEffect``)."""
+
+    def get(self, step_key: str) -> EffectRow | None: ...
+
+    def intend(
+        self,
+        run_id: str,
+        task_id: str,
+        step_key: str,
+        task_key: str | None,
+        tool: str,
+        args: dict[str, Any],
+    ) -> EffectRow: ...
+
+    def settle(
+        self, step_key: str, state: EffectState, result: Any = None, error: str | None = None
+    ) -> EffectRow: ...
+
+    def for_run(self, run_id: str) -> list[EffectRow]: ...
+
+    def for_task(self, run_id: str, task_id: str) -> list[EffectRow]: ...
+
+    def resolve(self, item: str, note: str) -> None: ...
+
+    def resolutions(self) -> dict[str, str]: ...
+
+    def close(self) -> None: ...
+
+
+# -- the work of an agent task ----------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -39,6 +231,8 @@ class ExecContext:
     """Seconds until the wall-clock enforcement line; an executor must stop before it."""
     now: Callable[[], float] = field(default=lambda: 0.0)
     """The run's clock (seconds used so far), for measuring gaps between calls."""
+    sleep: Callable[[float], None] = field(default=lambda _s: None)
+    """Wait on the run's clock (a fake clock moves; the system clock really waits)."""
     note: Callable[[str, dict[str, Any]], None] = field(default=lambda _kind, _fields: None)
     """Write an event to the run's trace."""
     lessons: list[str] = field(default_factory=list)
@@ -48,12 +242,10 @@ class ExecContext:
     run_id: str = ""
     on_refused: Callable[[dict[str, Any]], None] = field(default=lambda _refusal: None)
     """Where a refused effect (a second delivery) is reported."""
-    effects: Any = None
-    """The run's effects ledger (an ``EffectStore``), for mutating external tools."""
+    effects: EffectStore | None = None
+    """The run's effects ledger, for mutating external tools."""
     tokens_affordable: Callable[[str], int] = field(default=lambda _model: 0)
     """The money left before the enforcement line, in output tokens of the given model."""
-    advance_clock: Callable[[float], None] = field(default=lambda _s: None)
-    """Only fake clocks move; scripted executors use this to simulate slow work."""
     protected: Callable[[str], str | None] = field(default=lambda _rel: None)
     """Why a worktree path is part of what judges the work (the file tools refuse it)."""
     confine: Callable[[], Confinement | None] = field(default=lambda: None)
@@ -71,22 +263,25 @@ class ExecResult:
 
 @runtime_checkable
 class TaskExecutor(Protocol):
+    """Carries out one agent task's brief in the worktree, calling the model through the
+    context. What it returns is recorded, never trusted: the harness runs the task's verify."""
+
     def execute(self, task: Task, ctx: ExecContext) -> ExecResult: ...
 
 
-def load_executor(target: str) -> TaskExecutor:
-    from overnight.models.seam import resolve_target
-
-    obj = resolve_target(target, "executor.target")
-    if isinstance(obj, type):
-        try:
-            obj = obj()
-        except Exception as exc:
-            raise ConfigError("executor.target", f"cannot construct {target}: {exc}") from exc
-    if not isinstance(obj, TaskExecutor):
-        raise ConfigError(
-            "executor.target",
-            f"{target!r} has no execute(task, context) method",
-            "point it at an object (or class) implementing the executor seam",
-        )
-    return obj
+__all__ = [
+    "Clock",
+    "DuplicateEffect",
+    "EffectRow",
+    "EffectState",
+    "EffectStore",
+    "ExecContext",
+    "ExecResult",
+    "ModelClient",
+    "TaskExecutor",
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolOutcome",
+    "ToolSet",
+]

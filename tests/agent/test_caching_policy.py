@@ -21,9 +21,8 @@ from overnight.config.agent import AgentSpec
 from overnight.core.budget import Price, Usage
 from overnight.core.tasks import Task
 from overnight.models.types import ModelRequest, TextBlock, ToolSpec, ToolUseBlock
-from overnight.seams import ExecContext
+from overnight.seams import ExecContext, ToolContext, ToolOutcome
 from overnight.testing.cache_sim import CachingProvider, effective_input_tokens, words
-from overnight.tools.base import ToolContext, ToolOutcome
 
 OPUS = Price(5.0, 25.0, 0.5, 6.25, 10.0)
 PREFIX, BRIEF, RESULT, REPLY, CALLS = 3000, 500, 3000, 300, 6

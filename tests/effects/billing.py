@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import overnight
-from overnight.effects.store import EffectRow, SqliteEffectStore
+from overnight.effects.store import SqliteEffectStore
+from overnight.seams import EffectRow
 from tests.helpers.kills import marked_env
 from tests.helpers.nights import git
 from tests.helpers.toml import dumps

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from overnight.effects.store import DuplicateEffect, SqliteEffectStore
+from overnight.effects.store import SqliteEffectStore
+from overnight.seams import DuplicateEffect
 from tests.helpers.nights import cli_env
 
 ARGS = {"order_id": "4471", "amount_cents": 2400}

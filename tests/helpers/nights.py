@@ -8,13 +8,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from overnight.clock import Clock, FakeClock
+from overnight.clock import FakeClock
 from overnight.config.spec import Spec, parse_spec
-from overnight.models.seam import ModelClient
 from overnight.night.night import Signals
 from overnight.night.runs import resume_run, start_run
 from overnight.report.result import TerminalResult
-from overnight.seams import TaskExecutor
+from overnight.seams import Clock, ModelClient, TaskExecutor
 from overnight.store.rundir import RunDir
 from tests.helpers.toml import dumps
 

@@ -49,7 +49,7 @@ class WorkingExecutor:
     confirms an e-mail and a04 records a failed webhook in the effects ledger."""
 
     def execute(self, task: Task, ctx: ExecContext) -> ExecResult:
-        ctx.advance_clock(60)
+        ctx.sleep(60)
         ctx.call_model(
             ModelRequest(
                 model=ctx.model,

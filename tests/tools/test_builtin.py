@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from overnight.seams import ToolContext, ToolError
 from overnight.tools import builtin
-from overnight.tools.base import ToolContext, ToolError
 from overnight.tools.builtin import (
     EditFileTool,
     ListFilesTool,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.tools.base import ToolError
+from overnight.seams import ToolError
 from overnight.tools.paths import display, resolve_inside
 
 

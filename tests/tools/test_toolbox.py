@@ -13,7 +13,8 @@ from pydantic import ValidationError
 
 from overnight.core.errors import ConfigError
 from overnight.models.types import ToolSpec
-from overnight.tools import BUILTIN_TOOLS, Tool, ToolContext, ToolError, ToolOutcome
+from overnight.seams import Tool, ToolContext, ToolError, ToolOutcome
+from overnight.tools import BUILTIN_TOOLS
 from overnight.tools.toolbox import Toolbox, ToolsSpec, schema_problem
 
 ALL = list(BUILTIN_TOOLS)

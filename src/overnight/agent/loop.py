@@ -22,8 +22,7 @@ from overnight.config.agent import AgentSpec
 from overnight.core.budget import CacheTTL
 from overnight.core.tasks import Task
 from overnight.models.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
-from overnight.seams import ExecContext, ExecResult
-from overnight.tools.base import ToolContext
+from overnight.seams import ExecContext, ExecResult, ToolContext
 from overnight.tools.toolbox import Toolbox
 
 BYTES_PER_TOKEN_GUESS = 4

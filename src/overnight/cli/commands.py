@@ -137,7 +137,7 @@ def _parser() -> argparse.ArgumentParser:
         help="textstats: an agent fixes two bugs (default); migrations: command tasks",
     )
 
-    from overnight.estimate.derive import workload_flags
+    from overnight.estimate import workload_flags
 
     est = sub.add_parser(
         "estimate", help="what a night will cost, derived from token counts before it runs"
@@ -515,7 +515,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
-    from overnight.estimate.derive import (
+    from overnight.estimate import (
         SEED_EXAMPLE,
         estimate,
         render_text,
@@ -555,7 +555,7 @@ def cmd_estimate(args: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
-    from overnight.calibration.measure import calibrate_spec, render_text
+    from overnight.calibration import calibrate_spec, render_text
 
     report = calibrate_spec(args.spec, args.queues, args.usd)
     if args.json:

@@ -14,12 +14,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from overnight.config.agent import AgentSpec
+from overnight.config.estimate import Workload
 from overnight.config.sandbox import SandboxSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
 from overnight.core.errors import ConfigError, SpecProblems
 from overnight.core.globs import GlobError, compile_glob
 from overnight.core.tasks import Task
-from overnight.estimate.derive import Workload
 from overnight.models.prices import price_for
 from overnight.night.alerts import AlertsSpec
 from overnight.tools.toolbox import ToolsSpec
@@ -415,9 +415,9 @@ def check_spec(spec: Spec) -> None:
             FIXES["budget.usd"],
         )
     if spec.model is not None:
-        _check_model(spec.model)
+        check_model_settings(spec.model)
         spec.price_table().price(spec.model.name)
-    with _with_import_path(spec):
+    with spec_import_path(spec):
         if spec.model is not None:
             if spec.model.provider == "python" and spec.model.target is not None:
                 from overnight.models.seam import python_model
@@ -428,7 +428,7 @@ def check_spec(spec: Spec) -> None:
 
                 sdk_client(spec.model)  # refuses missing credentials the SDK can see up front
         if spec.executor is not None:
-            from overnight.seams import load_executor
+            from overnight.night.compose import load_executor
 
             load_executor(spec.executor.target)
 
@@ -460,7 +460,7 @@ def check_sandbox(spec: Spec, run_dir: Path | None = None) -> None:
         make_sandbox(spec.sandbox, Path(spec.base_dir), sealed, required=True)
 
 
-def _check_model(model: ModelSpec) -> None:
+def check_model_settings(model: ModelSpec) -> None:
     """The ``[model]`` fields each provider needs, and no field it would ignore."""
     if model.provider not in PROVIDERS:
         raise ConfigError(
@@ -488,7 +488,7 @@ def _check_model(model: ModelSpec) -> None:
         raise ConfigError("model.api", "api applies to the OpenAI providers only", "remove api")
 
 
-def _with_import_path(spec: Spec) -> AbstractContextManager[None]:
+def spec_import_path(spec: Spec) -> AbstractContextManager[None]:
     """Within the block, user targets (``module:attr``) resolve from the spec's directory and
     the workspace; ``sys.path`` is left as it was."""
     from overnight.models.seam import import_roots

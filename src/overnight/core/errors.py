@@ -108,6 +108,10 @@ class ModelCallFailed(RunError):
     cause = "model_error"
 
 
+class UnreadableAnswer(ModelCallFailed):
+    """The model answered (so it may have billed) with something that cannot be read."""
+
+
 class DependencyUnavailable(RunError):
     """A provider or service stayed unreachable for longer than the configured limit."""
 

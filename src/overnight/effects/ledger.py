@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from overnight.effects.store import DuplicateEffect, EffectRow, EffectStore
+from overnight.seams import DuplicateEffect, EffectRow, EffectStore
 
 
 class ToolFailure(Exception):

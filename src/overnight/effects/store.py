@@ -1,4 +1,4 @@
-"""Where effects are written down: a store seam and its SQLite implementation.
+"""Where effects are written down: the SQLite implementation of the ``EffectStore`` seam.
 
 Each state change is one transaction on a database in WAL mode with ``synchronous=FULL``:
 when a call returns, the row is on disk. Two keys are enforced by the database itself: the
@@ -14,14 +14,12 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from overnight.core.errors import DiskFull
-
-EffectState = Literal["intended", "confirmed", "failed", "unknown"]
+from overnight.seams import DuplicateEffect, EffectRow, EffectState
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS effects (
@@ -50,73 +48,6 @@ CREATE TABLE IF NOT EXISTS review_resolutions (
     resolved_at TEXT NOT NULL
 );
 """
-
-
-@dataclass(frozen=True)
-class EffectRow:
-    run_id: str
-    task_id: str
-    step_key: str
-    task_key: str | None
-    tool: str
-    args: dict[str, Any]
-    state: EffectState
-    result: Any
-    error: str | None
-    created_at: str
-    updated_at: str
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "key": self.step_key,
-            "task_key": self.task_key,
-            "task": self.task_id,
-            "run_id": self.run_id,
-            "state": self.state,
-            "args": self.args,
-            "detail": self.result,
-            "error": self.error,
-        }
-
-
-class DuplicateEffect(Exception):
-    """The task-scoped key is already in the ledger: this effect was attempted before."""
-
-    def __init__(self, existing: EffectRow) -> None:
-        self.existing = existing
-        super().__init__(
-            f"{existing.tool} with key {existing.task_key} was already recorded by run "
-            f"{existing.run_id} ({existing.state})"
-        )
-
-
-class EffectStore(Protocol):
-    def get(self, step_key: str) -> EffectRow | None: ...
-
-    def intend(
-        self,
-        run_id: str,
-        task_id: str,
-        step_key: str,
-        task_key: str | None,
-        tool: str,
-        args: dict[str, Any],
-    ) -> EffectRow: ...
-
-    def settle(
-        self, step_key: str, state: EffectState, result: Any = None, error: str | None = None
-    ) -> EffectRow: ...
-
-    def for_run(self, run_id: str) -> list[EffectRow]: ...
-
-    def for_task(self, run_id: str, task_id: str) -> list[EffectRow]: ...
-
-    def resolve(self, item: str, note: str) -> None: ...
-
-    def resolutions(self) -> dict[str, str]: ...
-
-    def close(self) -> None: ...
 
 
 def _now() -> str:

@@ -39,16 +39,22 @@ from overnight.core.budget import (
     to_nanos,
     to_usd,
 )
-from overnight.core.errors import BudgetRefused, Interrupted, ModelCallFailed, RunError
+from overnight.core.errors import (
+    BudgetRefused,
+    Interrupted,
+    ModelCallFailed,
+    RunError,
+    UnreadableAnswer,
+)
 from overnight.models.provider_errors import ProviderError
 from overnight.models.retry import MeteredClient
-from overnight.models.seam import ModelClient
 from overnight.models.types import (
     ModelRequest,
     ModelResponse,
     coerce_response,
     estimate_input_tokens,
 )
+from overnight.seams import ModelClient
 
 
 def budget_notice(spent: float, limit: float, band: Band) -> str:
@@ -443,27 +449,23 @@ class ModelGateway:
                 )
         meter = CallMeter(self, request, line)
         try:
-            raw = self._attempts(request, meter)
+            response = coerce_response(self._attempts(request, meter))
         except BudgetRefused:
             raise  # traced by the meter; nothing is open
         except Interrupted as stop:
             meter.cut(str(stop))
+            raise
+        except UnreadableAnswer as exc:
+            meter.unreadable(exc.detail)
             raise
         except Exception as exc:
             meter.abandoned(exc)
             if isinstance(exc, RunError):
                 raise
             raise ModelCallFailed(f"{request.purpose} call failed: {exc!r}") from exc
-        try:
-            response = coerce_response(raw)
-        except ModelCallFailed as exc:
-            meter.unreadable(exc.detail)
-            raise
         return meter.answered(response)
 
-    def _attempts(
-        self, request: ModelRequest, meter: CallMeter
-    ) -> ModelResponse | dict[str, object]:
+    def _attempts(self, request: ModelRequest, meter: CallMeter) -> ModelResponse:
         """The client's answer, every attempt metered: by the client itself when it makes
         several, else as the single attempt it is."""
         if isinstance(self.client, MeteredClient):

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING
 from overnight.core.errors import ConfigError
 from overnight.models.provider_errors import ProviderError, parse_retry_after, translate
 from overnight.models.retry import RetryHook, RetryingClient, sleep_for_clock
-from overnight.models.seam import ModelClient, python_model
+from overnight.models.seam import python_model
+from overnight.seams import ModelClient
 
 if TYPE_CHECKING:
     from overnight.config.spec import ModelSpec

@@ -32,8 +32,8 @@ from typing import Protocol, runtime_checkable
 
 from overnight.core.errors import DependencyUnavailable, ModelCallFailed
 from overnight.models.provider_errors import ProviderError
-from overnight.models.seam import ModelClient
 from overnight.models.types import ModelRequest, ModelResponse
+from overnight.seams import Clock, ModelClient
 
 #: Called before each wait with the error and the seconds about to be waited.
 RetryHook = Callable[[ProviderError, float], None]
@@ -55,9 +55,7 @@ class AttemptMeter(Protocol):
 class MeteredClient(Protocol):
     """A client that may make several attempts per call, and reports each one."""
 
-    def complete_metered(
-        self, request: ModelRequest, meter: AttemptMeter
-    ) -> ModelResponse | dict[str, object]: ...
+    def complete_metered(self, request: ModelRequest, meter: AttemptMeter) -> ModelResponse: ...
 
 
 class _Unmetered:
@@ -107,12 +105,10 @@ class RetryingClient:
         ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** min(attempt - 1, 64))
         return ceiling * (0.5 + 0.5 * self._jitter())
 
-    def complete(self, request: ModelRequest) -> ModelResponse | dict[str, object]:
+    def complete(self, request: ModelRequest) -> ModelResponse:
         return self.complete_metered(request, _Unmetered())
 
-    def complete_metered(
-        self, request: ModelRequest, meter: AttemptMeter
-    ) -> ModelResponse | dict[str, object]:
+    def complete_metered(self, request: ModelRequest, meter: AttemptMeter) -> ModelResponse:
         first_failure: float | None = None
         attempt = 0
         while True:
@@ -162,11 +158,6 @@ def _status(err: ProviderError) -> str:
     return f" (HTTP {err.status})" if err.status is not None else " (no response)"
 
 
-def sleep_for_clock(clock: object) -> Callable[[float], None]:
-    """The sleep that matches a clock: a ``FakeClock`` advances, any other clock really
-    sleeps (and its monotonic time moves with it)."""
-    from overnight.clock import FakeClock
-
-    if isinstance(clock, FakeClock):
-        return clock.advance
-    return time.sleep
+def sleep_for_clock(clock: Clock) -> Callable[[float], None]:
+    """The sleep of a clock: retry waits count against the clock the night reads."""
+    return clock.sleep

@@ -1,4 +1,5 @@
-"""The one seam for model calls, and the ``python`` provider: any callable named in the spec."""
+"""The ``python`` provider: any callable or ``ModelClient`` named in the spec as ``module:attr``,
+and the import rules for such user targets."""
 
 from __future__ import annotations
 
@@ -8,27 +9,22 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Protocol, runtime_checkable
 
 from overnight.core.errors import ConfigError
-from overnight.models.types import ModelRequest, ModelResponse
-
-
-@runtime_checkable
-class ModelClient(Protocol):
-    """Anything that answers a ``ModelRequest``. The gateway prices and records what it returns."""
-
-    def complete(self, request: ModelRequest) -> ModelResponse | dict[str, object]: ...
+from overnight.models.types import ModelRequest, ModelResponse, coerce_response
+from overnight.seams import ModelClient
 
 
 class CallableModel:
-    """Adapts a plain callable ``f(request) -> ModelResponse | dict`` to the seam."""
+    """Adapts a plain callable ``f(request) -> ModelResponse | dict`` to the seam: a dict shaped
+    like an Anthropic Messages response is read here, and anything unreadable is raised as
+    ``UnreadableAnswer`` (the gateway books it at its worst case)."""
 
     def __init__(self, fn: Callable[[ModelRequest], object]) -> None:
         self._fn = fn
 
-    def complete(self, request: ModelRequest) -> ModelResponse | dict[str, object]:
-        return self._fn(request)  # type: ignore[return-value]
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        return coerce_response(self._fn(request))
 
 
 #: Directories a target may be imported from besides ``sys.path`` (see ``import_roots``).
@@ -91,7 +87,7 @@ def python_model(target: str) -> ModelClient:
     """The ``python`` provider: ``target`` names a ModelClient or a callable."""
     obj = resolve_target(target, "model.target")
     if isinstance(obj, ModelClient):
-        return obj
+        return CallableModel(obj.complete)  # a user's client may answer with a dict too
     if callable(obj):
         return CallableModel(obj)
     raise ConfigError("model.target", f"{target!r} is neither callable nor a model client")

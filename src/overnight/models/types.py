@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from overnight.core.budget import CacheTTL, Usage
-from overnight.core.errors import ModelCallFailed
+from overnight.core.errors import UnreadableAnswer
 from overnight.models.usage import UsageRecord, from_anthropic
 
 Purpose = Literal["plan", "execute", "drift", "replan", "compact", "summarize"]
@@ -146,7 +146,7 @@ def usage_from_anthropic(raw: dict[str, Any] | None) -> Usage:
 
 def coerce_response(raw: object) -> ModelResponse:
     """Accept a ``ModelResponse`` or an Anthropic-shaped dict; anything else is a clear
-    ``ModelCallFailed``.
+    ``UnreadableAnswer``.
 
     A dict whose ``usage`` is missing or names neither count is read with an unknown bill; one
     whose counts are not non-negative integers is malformed, like a non-list ``content``.
@@ -154,16 +154,16 @@ def coerce_response(raw: object) -> ModelResponse:
     if isinstance(raw, ModelResponse):
         return raw
     if not isinstance(raw, dict):
-        raise ModelCallFailed(
+        raise UnreadableAnswer(
             f"the model returned {type(raw).__name__}; expected a ModelResponse or a dict "
             "shaped like an Anthropic Messages response"
         )
     content = raw.get("content")
     if content is not None and not isinstance(content, list):
-        raise ModelCallFailed(f"the model's content must be a list of blocks, got {content!r:.80}")
+        raise UnreadableAnswer(f"the model's content must be a list of blocks, got {content!r:.80}")
     record = from_anthropic(raw.get("usage"))
     if record.malformed:
-        raise ModelCallFailed(f"the model's response is malformed: {record.warning}")
+        raise UnreadableAnswer(f"the model's response is malformed: {record.warning}")
     try:
         blocks = [
             b for b in content or [] if isinstance(b, dict) and b.get("type") in KEPT_BLOCK_TYPES
@@ -175,7 +175,7 @@ def coerce_response(raw: object) -> ModelResponse:
             model=raw.get("model"),
         )
     except (ValidationError, ValueError, TypeError) as exc:
-        raise ModelCallFailed(f"the model's response is malformed: {exc}") from exc
+        raise UnreadableAnswer(f"the model's response is malformed: {exc}") from exc
 
 
 def estimate_input_tokens(request: ModelRequest) -> int:

@@ -17,7 +17,6 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 from overnight.agent.loop import AgentExecutor
-from overnight.clock import Clock
 from overnight.config.spec import Spec
 from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading, Ledger, reading
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
@@ -28,11 +27,12 @@ from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_e
 from overnight.core.state import PredicateRecord, RunState, cannot_run_reason_text
 from overnight.core.tasks import CommandRun, InFlight, Task, pop_highest
 from overnight.effects.ledger import render_done
-from overnight.effects.store import EffectRow, SqliteEffectStore
+from overnight.effects.store import SqliteEffectStore
 from overnight.models.gateway import ModelGateway, spend_totals
 from overnight.models.providers import build_client, sleep_for_clock
-from overnight.models.seam import ModelClient, import_roots
+from overnight.models.seam import import_roots
 from overnight.night import worktree as ws
+from overnight.night.compose import load_executor
 from overnight.night.planner import HarnessCalls
 from overnight.process import (
     CommandResult,
@@ -42,13 +42,19 @@ from overnight.process import (
     run_command,
 )
 from overnight.sandbox.policy import SandboxPolicy
-from overnight.seams import ExecContext, TaskExecutor, load_executor
+from overnight.seams import (
+    Clock,
+    EffectRow,
+    ExecContext,
+    ModelClient,
+    TaskExecutor,
+    ToolError,
+)
 from overnight.store.atomic import private_dir
 from overnight.store.checkpoint import save_checkpoint
 from overnight.store.journal import Journal, read_journal
 from overnight.store.rundir import RunDir
 from overnight.store.trace import Trace
-from overnight.tools.base import ToolError
 from overnight.tools.builtin import check_command
 from overnight.tools.toolbox import Toolbox
 
@@ -461,7 +467,7 @@ class Night(HarnessCalls):
             effects=self.effects,
             on_refused=self.state.refused_effects.append,
             tokens_affordable=self.tokens_affordable,
-            advance_clock=getattr(self.clock, "advance", lambda _s: None),
+            sleep=self.clock.sleep,
             protected=self.protection.rule_for,
             confine=lambda: self.confinement(tool=True),
         )

@@ -27,9 +27,8 @@ from overnight.night.prompts import (
     planned_to_task,
     replan_request,
 )
-from overnight.seams import TaskExecutor
+from overnight.seams import TaskExecutor, ToolError
 from overnight.store.trace import Trace
-from overnight.tools.base import ToolError
 from overnight.tools.builtin import check_command, parse_command
 
 

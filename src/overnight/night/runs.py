@@ -14,20 +14,19 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from overnight.clock import Clock, SystemClock
+from overnight.clock import SystemClock
 from overnight.config.spec import Spec, check_sandbox, sealed_places
 from overnight.core.budget import loosened
 from overnight.core.endings import Ending, Stop
 from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
-from overnight.models.seam import ModelClient
 from overnight.night import worktree as ws
 from overnight.night.finish import finish
 from overnight.night.night import Night, Signals
 from overnight.report.result import TerminalResult
 from overnight.sandbox.policy import SandboxPolicy, make_sandbox
-from overnight.seams import TaskExecutor
+from overnight.seams import Clock, ModelClient, TaskExecutor
 from overnight.store.atomic import private_dir
 from overnight.store.checkpoint import load_checkpoint, save_checkpoint
 from overnight.store.index import register

@@ -17,7 +17,12 @@ from typing import Any
 from overnight.core.budget import Usage
 from overnight.core.tasks import Task
 from overnight.models.provider_errors import ProviderError
-from overnight.models.types import ModelRequest, ModelResponse, estimate_input_tokens
+from overnight.models.types import (
+    ModelRequest,
+    ModelResponse,
+    coerce_response,
+    estimate_input_tokens,
+)
 from overnight.seams import ExecContext, ExecResult
 
 Answer = dict[str, Any] | ModelResponse
@@ -160,7 +165,7 @@ class FlakyModel:
         self._current: ModelRequest | None = None
         self._left: list[str] = []
 
-    def complete(self, request: ModelRequest) -> Answer:
+    def complete(self, request: ModelRequest) -> ModelResponse:
         if request is not self._current:  # a retry passes the same request again
             self._current = request
             self._left = list(self.failures(request))
@@ -169,7 +174,7 @@ class FlakyModel:
             self.attempts.append((request, kind))
             raise provider_failure(kind)
         self.attempts.append((request, "answered"))
-        return self.answer(request)
+        return coerce_response(self.answer(request))
 
 
 DEFAULT_TOOL = {
@@ -212,7 +217,11 @@ class ScriptedModel:
         self.usage = usage
         self.calls: list[ModelRequest] = []
 
-    def complete(self, request: ModelRequest) -> Answer:
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        return coerce_response(self.answer(request))
+
+    def answer(self, request: ModelRequest) -> Answer:
+        """The answer as scripted (a dict may be any shape, to test how it is read)."""
         self.calls.append(request)
         answer = self.answers.get(request.purpose)
         if answer is None:
@@ -239,9 +248,9 @@ class FunctionModel:
         self.fn = fn
         self.calls: list[ModelRequest] = []
 
-    def complete(self, request: ModelRequest) -> Answer:
+    def complete(self, request: ModelRequest) -> ModelResponse:
         self.calls.append(request)
-        return self.fn(request)
+        return coerce_response(self.fn(request))
 
 
 Step = Callable[[Task, ExecContext], None]
@@ -307,6 +316,6 @@ def model_call(max_tokens: int = 4000, prompt: str = "work on the task") -> Step
 
 def advance(seconds: float) -> Step:
     def step(_task: Task, ctx: ExecContext) -> None:
-        ctx.advance_clock(seconds)
+        ctx.sleep(seconds)
 
     return step

@@ -1,6 +1,6 @@
 """The tools an agent may be given: each confined to the run's worktree, each allowlisted."""
 
-from overnight.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+from overnight.seams import Tool, ToolContext, ToolError, ToolOutcome
 from overnight.tools.paths import resolve_inside
 from overnight.tools.toolbox import BUILTIN_TOOLS, READ_ONLY_TOOLS, Toolbox, ToolsSpec
 

@@ -33,7 +33,7 @@ from typing import Any
 from overnight import process
 from overnight.core import globs
 from overnight.core.errors import RunError
-from overnight.tools.base import ToolContext, ToolError, ToolOutcome
+from overnight.seams import ToolContext, ToolError, ToolOutcome
 from overnight.tools.paths import display, is_git_name, real_root, resolve_inside
 
 #: read_file: most lines returned by one call.

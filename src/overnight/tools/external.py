@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from overnight.core.errors import ConfigError
 from overnight.effects.ledger import EffectRefused, ToolFailure, dispatch_with_ledger
-from overnight.tools.base import ToolContext, ToolError, ToolOutcome
+from overnight.seams import ToolContext, ToolError, ToolOutcome
 
 MAX_RESULT_CHARS = 4000
 

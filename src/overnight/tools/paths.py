@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from overnight.tools.base import ToolError
+from overnight.seams import ToolError
 
 GIT_DIR = ".git"
 

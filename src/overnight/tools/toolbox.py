@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from overnight.core.errors import ConfigError, DiskFull
 from overnight.models.types import ToolSpec
-from overnight.tools.base import Tool, ToolContext, ToolError, ToolOutcome
+from overnight.seams import Tool, ToolContext, ToolError, ToolOutcome
 from overnight.tools.builtin import (
     EditFileTool,
     ListFilesTool,
