@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from overnight.night.alerts import AlertsSpec, send_alert
+from overnight.config.alerts import AlertsSpec
+from overnight.night.alerts import send_alert
 from overnight.testing import ScriptedModel
 from tests.helpers.nights import command_task, make_spec, run_night
 

@@ -15,7 +15,7 @@ import genai_prices
 import pytest
 
 from overnight.clock import FakeClock
-from overnight.config.spec import PROVIDERS, ModelSpec, check_spec, parse_spec
+from overnight.config.spec import PROVIDERS, ModelSpec, parse_spec
 from overnight.core.budget import Price, PriceTier, Usage
 from overnight.core.errors import ConfigError, ModelCallFailed
 from overnight.models.anthropic_provider import AnthropicClient
@@ -26,6 +26,7 @@ from overnight.models.providers import build_client
 from overnight.models.retry import RetryingClient, sleep_for_clock
 from overnight.models.seam import CallableModel
 from overnight.models.types import ModelRequest, ToolSpec
+from overnight.night.preflight import check_spec
 from overnight.store.journal import read_journal
 from tests.helpers.nights import command_task, run_night, spec_data
 from tests.models.cassettes import Interaction, cassette_dir

@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 from overnight import __version__
+from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError, OvernightError
 from overnight.core.text import printable
+from overnight.night.preflight import check_spec
 
 T = TypeVar("T")
 
@@ -357,7 +359,7 @@ def _warn_uncommitted(spec: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from overnight.config.spec import check_spec, load_spec
+
     from overnight.night.runs import start_run
 
     spec = load_spec(args.spec)
@@ -535,8 +537,6 @@ def cmd_estimate(args: argparse.Namespace) -> int:
     if args.seed_example:
         table = SEED_EXAMPLE.model_dump(exclude_none=True)
     elif args.spec is not None:
-        from overnight.config.spec import load_spec
-
         spec = load_spec(args.spec)
         if spec.estimate is not None:
             table = spec.estimate.model_dump(exclude_unset=True)

@@ -9,6 +9,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from overnight.config.spec import load_spec
+from overnight.night.preflight import check_spec
 from overnight.process import scrubbed_env
 
 EXAMPLE = "textstats"
@@ -35,7 +37,6 @@ def prepare_example(target: Path, name: str = EXAMPLE) -> Path:
 
 def run_demo(where: Path | None, *, quiet: bool = False, example: str = EXAMPLE) -> int:
     from overnight.cli.commands import _finish_output, run_with_progress
-    from overnight.config.spec import check_spec, load_spec
     from overnight.core.errors import ConfigError
     from overnight.night.runs import start_run
 

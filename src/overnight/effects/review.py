@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from overnight.config.spec import Spec
 from overnight.core.errors import ConfigError
 from overnight.effects.store import SqliteEffectStore
 from overnight.store.rundir import RunDir, read_json
@@ -58,7 +59,6 @@ def run_dirs(root: Path | None) -> list[RunDir]:
 
 
 def _effects_path(rd: RunDir) -> Path:
-    from overnight.config.spec import Spec
 
     return Spec.model_validate(read_json(rd.spec)).effects_path(rd.path)
 

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING
 
+from overnight.config.spec import PROVIDERS, ModelSpec
 from overnight.core.errors import ConfigError
 from overnight.models.provider_errors import ProviderError, parse_retry_after, translate
 from overnight.models.retry import RetryHook, RetryingClient, sleep_for_clock
@@ -27,7 +28,6 @@ from overnight.models.seam import python_model
 from overnight.seams import ModelClient
 
 if TYPE_CHECKING:
-    from overnight.config.spec import ModelSpec
     from overnight.models.anthropic_provider import AnthropicClient
     from overnight.models.openai_provider import Api, OpenAIClient
 
@@ -90,7 +90,6 @@ def sdk_client(spec: ModelSpec) -> AnthropicClient | OpenAIClient:
             "set the provider's API key in the environment (e.g. ANTHROPIC_API_KEY, "
             "OPENAI_API_KEY)",
         ) from None
-    from overnight.config.spec import PROVIDERS
 
     raise ConfigError(
         "model.provider",

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from overnight.clock import SystemClock
-from overnight.config.spec import Spec, check_sandbox, sealed_places
+from overnight.config.spec import Spec
 from overnight.core.budget import loosened
 from overnight.core.endings import Ending, Stop
 from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
@@ -24,6 +24,7 @@ from overnight.core.state import RunState
 from overnight.night import worktree as ws
 from overnight.night.finish import finish
 from overnight.night.night import Night, Signals
+from overnight.night.preflight import check_sandbox, sealed_places
 from overnight.report.result import TerminalResult
 from overnight.sandbox.policy import SandboxPolicy, make_sandbox
 from overnight.seams import Clock, ModelClient, TaskExecutor

@@ -1,0 +1,113 @@
+"""The checks a night passes before anything is written: the repository, the spec's own
+consistency, the sandbox (probed), the model's settings, credentials and targets.
+
+Each failure is a ``ConfigError`` naming the field and the fix (``overnight run`` exits 64).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from overnight.config.spec import FIXES, Spec, check_model_settings, spec_import_path
+from overnight.core.errors import ConfigError
+from overnight.models.providers import sdk_client
+from overnight.models.seam import python_model
+from overnight.night.compose import load_executor
+from overnight.night.worktree import check_repository, git_common_dir
+from overnight.sandbox.policy import check_paths, make_sandbox
+from overnight.seams import ModelClient, TaskExecutor
+from overnight.store.rundir import overnight_home
+
+
+def check_spec(
+    spec: Spec, *, model: ModelClient | None = None, executor: TaskExecutor | None = None
+) -> None:
+    """Everything that can be known before a run starts, and fails it if wrong: a
+    ``ConfigError`` naming the field and the fix, before anything is written. A ``model`` or
+    ``executor`` handed in by the caller replaces the spec's, whose targets and credentials
+    are then not checked."""
+
+    check_repository(spec.workspace_path())
+    ids = [t.id for t in spec.tasks]
+    dupes = sorted({i for i in ids if ids.count(i) > 1})
+    if dupes:
+        raise ConfigError("tasks", f"duplicate task ids {dupes}", "give every task its own id")
+    needs_model = not spec.tasks
+    if needs_model and spec.model is None:
+        raise ConfigError(
+            "model",
+            "there are no [[tasks]], so a model must plan the queue, and no [model] is set",
+            "add [[tasks]] entries, or a [model] table",
+        )
+    if not spec.tasks and not spec.tools.commands:
+        raise ConfigError(
+            "tools.commands",
+            "the model plans this night, and each task it plans is checked by a verify "
+            "command it writes, which must start with one of [tools] commands; none is listed",
+            'list the programs a check may run, e.g. commands = ["pytest", "python3 -m pytest"]',
+        )
+    needs_executor = spec.may_run_agents()
+    if needs_executor and spec.executor is None and spec.model is None:
+        raise ConfigError(
+            "model",
+            "agent tasks (a brief, or tasks planned by the model) need a model for the "
+            "built-in agent, or an [executor]",
+            'add a [model] table, or [executor] target = "module:attr", or give every task '
+            "a command",
+        )
+    if spec.effects.database is not None:
+        db = spec.effects_path(Path("."))
+        if db.is_relative_to(spec.workspace_path()):
+            raise ConfigError(
+                "effects.database",
+                f"{db} is inside the workspace, where the agent's work lands",
+                "put the effects ledger outside the repository",
+            )
+    check_sandbox(spec)
+    mechanical = spec.agent.mechanical_model
+    if mechanical is not None:
+        try:
+            spec.price_table().price(mechanical)
+        except ConfigError as exc:
+            raise ConfigError("agent.mechanical_model", exc.problem, exc.fix) from None
+    if spec.budget.usd == 0 and spec.model is not None:
+        raise ConfigError(
+            "budget.usd",
+            "a night with a [model] needs a money cap ([budget] usd, above 0)",
+            FIXES["budget.usd"],
+        )
+    if spec.model is not None and model is None:
+        check_model_settings(spec.model)
+        spec.price_table().price(spec.model.name)
+    with spec_import_path(spec):
+        if spec.model is not None and model is None:
+            if spec.model.provider == "python" and spec.model.target is not None:
+                python_model(spec.model.target)
+            elif spec.model.provider != "python":
+                sdk_client(spec.model)  # refuses missing credentials the SDK can see up front
+        if spec.executor is not None:
+            load_executor(spec.executor.target)
+
+
+def sealed_places(spec: Spec, run_dir: Path | None = None) -> list[Path]:
+    """What the sandbox never shows: the run directory, the workspace checkout and its git
+    directory, ``$OVERNIGHT_HOME``, the effects ledger's directory."""
+
+    repo = check_repository(spec.workspace_path())
+    places = [repo, git_common_dir(repo), overnight_home()]
+    if run_dir is not None:
+        places.append(Path(run_dir).absolute())
+    if spec.effects.database is not None:
+        db = spec.effects_path(Path("."))
+        places.append(db.parent if db.parent != Path(db.anchor) else db)
+    return places
+
+
+def check_sandbox(spec: Spec, run_dir: Path | None = None) -> None:
+    """The ``[sandbox]`` paths, and, when the night needs the sandbox, that it works here
+    (probed once): a ConfigError naming the fix otherwise."""
+
+    sealed = sealed_places(spec, run_dir)
+    check_paths(spec.sandbox, Path(spec.base_dir), sealed)
+    if spec.needs_sandbox():
+        make_sandbox(spec.sandbox, Path(spec.base_dir), sealed, required=True)
