@@ -16,7 +16,7 @@ from overnight.config.spec import parse_spec
 from overnight.core.budget import Price, Usage
 from overnight.core.tasks import Task
 from overnight.models.types import ModelRequest, coerce_response
-from overnight.night.night import Signals
+from overnight.night.signals import Signals
 from overnight.seams import ExecContext
 from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, tool_answer, usage_dict
 from overnight.testing.fakes import model_call

@@ -13,7 +13,7 @@ import pytest
 
 from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit
 from overnight.core.tasks import Task
-from overnight.night.night import Signals
+from overnight.night.signals import Signals
 from overnight.report.html import render_html
 from overnight.report.markdown import render_markdown
 from overnight.seams import ExecContext

@@ -31,8 +31,9 @@ from overnight.core.state import RunState
 from overnight.core.tasks import Task
 from overnight.models.types import ModelRequest
 from overnight.night import worktree as ws
-from overnight.night.finish import finish
-from overnight.night.night import Night, Signals
+from overnight.night.compose import compose
+from overnight.night.night import Night
+from overnight.night.signals import Signals
 from overnight.seams import ExecContext
 from overnight.store.journal import read_journal
 from overnight.store.rundir import RunDir
@@ -123,15 +124,15 @@ def test_goal_met_outranks_a_refused_reservation_already_on_the_books(
         queue=spec.seed_tasks(),
     )
     clock = FakeClock()
-    night = Night(
-        spec, rd, state, goal, goal.sha256, clock, Signals(), clock.now_iso(), ScriptedModel()
-    )
+    signals = Signals()
+    parts = compose(spec, rd, state, clock, signals, model=ScriptedModel())
+    night = Night(spec, rd, state, goal, goal.sha256, signals, parts)
     try:
         with pytest.raises(BudgetRefused):
             night.ledger.reserve("fake-opus", 10_000, 64_000)  # $1.65 against $1.00
         assert night.ledger.blocked == "money"
         stop = night.drive()
-        result = finish(night, stop)
+        result = night.finish(stop)
     finally:
         night.close()
 

@@ -310,18 +310,13 @@ def _end_namespace(info_read: int) -> None:
         return
     if pid <= 1:
         return
-    deadline = time.monotonic() + _KILL_SETTLE_S
-    while _running(pid):
-        if time.monotonic() >= deadline:
-            if not _in_other_pid_namespace(pid):
-                return  # the id now names some other process: not ours to end
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + _KILL_SETTLE_S
-            while _running(pid) and time.monotonic() < deadline:
-                time.sleep(0.01)
-            return
-        time.sleep(0.01)
+    if _wait_until(lambda: not _running(pid), _KILL_SETTLE_S, 0.01):
+        return
+    if not _in_other_pid_namespace(pid):
+        return  # the id now names some other process: not ours to end
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+    _wait_until(lambda: not _running(pid), _KILL_SETTLE_S, 0.01)
 
 
 def _in_other_pid_namespace(pid: int) -> bool:
@@ -337,28 +332,14 @@ def _running(pid: int) -> bool:
 
 
 def _end_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the command's process group, give it TERM_GRACE_S, SIGKILL what is left, and
-    reap the shell.
+    """End the command's process group and reap the shell.
 
     Also runs after a normal exit: a command may have left background jobs running, and
     those belong to the harness's command, not to the machine.
     """
     pgid = proc.pid  # start_new_session made the shell the leader of its own group
     try:
-        if proc.poll() is None or _group_alive(pgid):
-            _signal_group(pgid, signal.SIGTERM)
-            deadline = time.monotonic() + TERM_GRACE_S
-            while time.monotonic() < deadline:
-                if proc.poll() is not None and not _group_alive(pgid):
-                    break
-                time.sleep(0.02)
-            if proc.poll() is None or _group_alive(pgid):
-                _signal_group(pgid, signal.SIGKILL)
-                settle = time.monotonic() + _KILL_SETTLE_S
-                while time.monotonic() < settle:
-                    if proc.poll() is not None and not _group_alive(pgid):
-                        break
-                    time.sleep(0.01)
+        _terminate_group(pgid, lambda: proc.poll() is not None and not _group_alive(pgid))
     finally:
         proc.wait()
 
@@ -388,15 +369,30 @@ def end_orphaned_group(pgid: int, identity: str) -> bool:
             return False
     elif now != identity:
         return False  # the id belongs to another process now
+    _terminate_group(pgid, lambda: not _group_alive(pgid))
+    return True
+
+
+def _terminate_group(pgid: int, gone: Callable[[], bool]) -> None:
+    """SIGTERM process group ``pgid``, give it TERM_GRACE_S, SIGKILL what is left and give the
+    kernel _KILL_SETTLE_S to finish it off; ``gone`` says when the group is ended. Nothing is
+    sent once it is."""
+    if gone():
+        return
     _signal_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + TERM_GRACE_S
-    while _group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if _group_alive(pgid):
-        _signal_group(pgid, signal.SIGKILL)
-        settle = time.monotonic() + _KILL_SETTLE_S
-        while _group_alive(pgid) and time.monotonic() < settle:
-            time.sleep(0.01)
+    if _wait_until(gone, TERM_GRACE_S, 0.02):
+        return
+    _signal_group(pgid, signal.SIGKILL)
+    _wait_until(gone, _KILL_SETTLE_S, 0.01)
+
+
+def _wait_until(done: Callable[[], bool], seconds: float, poll_s: float) -> bool:
+    """Poll ``done`` every ``poll_s`` for at most ``seconds``; whether it became true."""
+    deadline = time.monotonic() + seconds
+    while not done():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(poll_s)
     return True
 
 

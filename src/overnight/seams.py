@@ -1,8 +1,9 @@
 """Every seam between the harness and the outside world, declared together.
 
-A night talks to five kinds of thing it does not own: the model (``ModelClient``), the work of
+A night talks to the kinds of thing it does not own: the model (``ModelClient``), the work of
 an agent task (``TaskExecutor``), the tools an agent is handed (``Tool``), the ledger of
-external effects (``EffectStore``) and time (``Clock``). Each is a ``typing.Protocol``: the
+external effects (``EffectStore``), time (``Clock``) and, in a fleet, the money cap it shares
+with other nights (``SharedCap``). Each is a ``typing.Protocol``: the
 harness depends on these shapes only, and ``overnight.night.compose`` is the one place that
 names the concrete classes behind them. Test doubles for each ship in ``overnight.testing``
 (and ``overnight.clock.FakeClock``).
@@ -54,6 +55,38 @@ class ModelClient(Protocol):
     each call; an answer that cannot be read is raised as ``UnreadableAnswer``."""
 
     def complete(self, request: ModelRequest) -> ModelResponse: ...
+
+
+# -- money shared with other nights ----------------------------------------------------------
+
+
+@runtime_checkable
+class SharedCap(Protocol):
+    """A money cap this night shares with others (a fleet's daily cap). Every attempt at a
+    model call holds its worst case against it before it is made, in one atomic step that no
+    other night can interleave with; after the attempt the hold becomes what was booked (or is
+    let go). A hold that would cross the cap is refused: the night ends
+    ``BUDGET_EXHAUSTED:fleet_money``. A cap that cannot be reached raises
+    ``DependencyUnavailable``."""
+
+    limit_usd: float
+
+    def hold(self, call_id: str, worst_nanos: int) -> float | None:
+        """Hold ``worst_nanos`` for the attempt ``call_id``: ``None`` when held, else the
+        dollars the shared total would have reached (refused, nothing held)."""
+        ...
+
+    def book(self, call_id: str, nanos: int) -> None:
+        """The attempt cost ``nanos``: its hold becomes that spend."""
+        ...
+
+    def release(self, call_id: str) -> None:
+        """The attempt was not billed: its hold is let go."""
+        ...
+
+    def spent_usd(self) -> float:
+        """The shared total (spent and held) as this night last read it."""
+        ...
 
 
 # -- tools -----------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ from typing import Any
 
 from overnight.clock import FakeClock
 from overnight.config.spec import Spec, parse_spec
-from overnight.night.night import Signals
 from overnight.night.runs import resume_run, start_run
+from overnight.night.signals import Signals
 from overnight.report.result import TerminalResult
 from overnight.seams import Clock, ModelClient, TaskExecutor
 from overnight.store.rundir import RunDir

@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 
+from overnight.config.tools import ExternalToolSpec
 from overnight.core.tasks import Task
 from overnight.effects import ToolFailure
 from overnight.effects.store import SqliteEffectStore
 from overnight.seams import ExecContext, ToolContext, ToolOutcome
 from overnight.testing import ScriptedExecutor, ScriptedModel
-from overnight.tools.external import ExternalTool, ExternalToolSpec
+from overnight.tools.external import ExternalTool
 from overnight.tools.toolbox import Toolbox
 from tests.helpers.nights import load_result, make_spec, run_night
 

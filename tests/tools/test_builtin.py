@@ -10,16 +10,11 @@ from pathlib import Path
 import pytest
 
 from overnight.seams import ToolContext, ToolError
-from overnight.tools import builtin
-from overnight.tools.builtin import (
-    EditFileTool,
-    ListFilesTool,
-    ReadFileTool,
-    RunCommandTool,
-    SearchTextTool,
-    WriteFileTool,
-    parse_command,
-)
+from overnight.tools import files, search
+from overnight.tools.command import RunCommandTool
+from overnight.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+from overnight.tools.search import ListFilesTool, SearchTextTool
+from overnight.tools.shell import parse_command
 from tests.helpers.nights import make_repo
 
 SECRET = "top secret outside the worktree\n"
@@ -82,16 +77,16 @@ def test_read_file_pages_with_offset_and_limit(ctx: ToolContext) -> None:
 
 
 def test_read_file_caps_long_files(ctx: ToolContext) -> None:
-    (ctx.root / "big.txt").write_text("x\n" * (builtin.READ_MAX_LINES + 500))
+    (ctx.root / "big.txt").write_text("x\n" * (files.READ_MAX_LINES + 500))
     out = ReadFileTool().run({"path": "big.txt", "limit": 10**6}, ctx)
-    assert out.content.count("\tx") == builtin.READ_MAX_LINES
-    assert f"offset={builtin.READ_MAX_LINES + 1}" in out.content
+    assert out.content.count("\tx") == files.READ_MAX_LINES
+    assert f"offset={files.READ_MAX_LINES + 1}" in out.content
 
 
 def test_read_file_caps_characters_and_long_lines(ctx: ToolContext) -> None:
     (ctx.root / "wide.txt").write_text(("y" * 10_000 + "\n") * 100)
     out = ReadFileTool().run({"path": "wide.txt"}, ctx)
-    assert len(out.content) <= builtin.READ_MAX_CHARS + 200
+    assert len(out.content) <= files.READ_MAX_CHARS + 200
     assert "line cut: 10000 characters" in out.content
     assert "character limit" in out.content
 
@@ -188,7 +183,7 @@ def test_list_files_walk_skips_a_git_directory(ctx: ToolContext) -> None:
 
 
 def test_list_files_says_when_it_cuts(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(builtin, "LIST_MAX_ENTRIES", 3)
+    monkeypatch.setattr(search, "LIST_MAX_ENTRIES", 3)
     for i in range(7):
         (ctx.root / f"f{i}.txt").write_text("x\n")
     lines = ListFilesTool().run({}, ctx).content.splitlines()
@@ -234,7 +229,7 @@ def test_search_text_invalid_regex_is_a_tool_error(ctx: ToolContext) -> None:
 
 
 def test_search_text_caps_matches(ctx: ToolContext, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(builtin, "SEARCH_MAX_MATCHES", 5)
+    monkeypatch.setattr(search, "SEARCH_MAX_MATCHES", 5)
     (ctx.root / "many.txt").write_text("hit\n" * 50)
     lines = SearchTextTool().run({"pattern": "hit"}, ctx).content.splitlines()
     assert len(lines) == 6

@@ -11,11 +11,11 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
+from overnight.config.tools import BUILTIN_TOOLS, ToolsSpec
 from overnight.core.errors import ConfigError
 from overnight.models.types import ToolSpec
 from overnight.seams import Tool, ToolContext, ToolError, ToolOutcome
-from overnight.tools import BUILTIN_TOOLS
-from overnight.tools.toolbox import Toolbox, ToolsSpec, schema_problem
+from overnight.tools.toolbox import Toolbox, schema_problem
 
 ALL = list(BUILTIN_TOOLS)
 

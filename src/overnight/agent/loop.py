@@ -22,8 +22,7 @@ from overnight.config.agent import AgentSpec
 from overnight.core.budget import CacheTTL
 from overnight.core.tasks import Task
 from overnight.models.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
-from overnight.seams import ExecContext, ExecResult, ToolContext
-from overnight.tools.toolbox import Toolbox
+from overnight.seams import ExecContext, ExecResult, ToolContext, ToolSet
 
 BYTES_PER_TOKEN_GUESS = 4
 
@@ -63,7 +62,7 @@ class AgentExecutor:
     """The built-in executor for agent tasks. One per run: it remembers, across tasks, how
     slow each kind of task's tools are (for caching) and the lessons learned."""
 
-    def __init__(self, spec: AgentSpec, toolbox: Toolbox) -> None:
+    def __init__(self, spec: AgentSpec, toolbox: ToolSet) -> None:
         self.spec = spec
         self.toolbox = toolbox
         self.cache = CachePolicy(spec.cache, spec.cache_1h)
@@ -137,9 +136,16 @@ class AgentExecutor:
                     protected=ctx.protected,
                     confine=ctx.confine,
                 )
+                started = round(ctx.now(), 3)
                 outcome = self.toolbox.dispatch(use.name, use.input, tool_ctx)
                 ctx.note(
-                    "tool_call", {"task": task.id, "tool": use.name, "error": outcome.is_error}
+                    "tool_call",
+                    {
+                        "task": task.id,
+                        "tool": use.name,
+                        "error": outcome.is_error,
+                        "t_start": started,
+                    },
                 )
                 results.append(
                     {

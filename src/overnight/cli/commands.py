@@ -1,4 +1,5 @@
-"""``overnight``: run, resume, status, report, demo.
+"""``overnight``: run, resume, status, report, review, audit, demo, estimate, calibrate,
+fleet.
 
 Exit codes: 0 success, 2 partial, 3 failure, 4 unrecoverable (the run's own verdict);
 64 a usage or spec error (nothing was written); 66 a run directory with no result yet.
@@ -8,22 +9,23 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
-from overnight import __version__
+from overnight import api
+from overnight.cli.fleet import add_fleet_parser, cmd_fleet, cmd_fleet_review
+from overnight.cli.output import Progress, finish_output, progress_line
 from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError, OvernightError
 from overnight.core.text import printable
+from overnight.night.events import event_of
 from overnight.night.preflight import check_spec
-
-T = TypeVar("T")
+from overnight.version import __version__
 
 EXIT_USAGE = 64
-PANEL_REDRAW_S = 0.25
 EXIT_NO_RESULT = 66
 
 
@@ -97,6 +99,15 @@ def _parser() -> argparse.ArgumentParser:
         help="write the report here (default: stdout for --md, RUN_DIR/report.html for --html)",
     )
 
+    aud = sub.add_parser(
+        "audit", help="recompute a finished run's result from its raw files and the repository"
+    )
+    aud.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
+    aud.add_argument(
+        "--no-rerun", action="store_true", help="do not run each verified task's verify again"
+    )
+    aud.add_argument("--json", action="store_true", help="the whole audit as JSON")
+
     rev = sub.add_parser(
         "review", help="the human queue: parked tasks, unknown effects, runs a resume cannot fix"
     )
@@ -113,6 +124,11 @@ def _parser() -> argparse.ArgumentParser:
         "--db",
         type=Path,
         help="where resolutions are kept (default: $OVERNIGHT_HOME/review.sqlite)",
+    )
+    rev.add_argument(
+        "--database",
+        metavar="URL",
+        help="a fleet's PostgreSQL database: the review queue of every night of the fleet",
     )
     rev.add_argument("--all", action="store_true", help="include resolved items")
     rev.add_argument("--json", action="store_true", help="machine-readable")
@@ -138,6 +154,8 @@ def _parser() -> argparse.ArgumentParser:
         default="textstats",
         help="textstats: an agent fixes two bugs (default); migrations: command tasks",
     )
+
+    add_fleet_parser(sub)
 
     from overnight.estimate import workload_flags
 
@@ -194,150 +212,6 @@ def _run(given: str) -> Path:
         raise argparse.ArgumentTypeError(f"{exc.problem} ({exc.fix})") from None
 
 
-def _progress(quiet: bool) -> Any:
-    if quiet:
-        return None
-    if sys.stderr.isatty():
-        return _LivePanel()
-
-    def listener(record: dict[str, Any]) -> None:
-        line = _progress_line(record)
-        if line:
-            print(printable(line), file=sys.stderr, flush=True)
-
-    return listener
-
-
-class _LivePanel:
-    """On a terminal: a live panel redrawn from the run's files at each event."""
-
-    def __init__(self) -> None:
-        from rich.console import Console
-
-        self.console = Console(stderr=True)
-        self.live: Any = None
-        self.run_dir: Path | None = None
-        self.last = ""
-        self.drawn_at = float("-inf")
-
-    def set_run_dir(self, run_dir: Path) -> None:
-        from rich.live import Live
-
-        self.run_dir = run_dir
-        self.live = Live(console=self.console, refresh_per_second=4, transient=False)
-        self.live.start()
-
-    def __call__(self, record: dict[str, Any]) -> None:
-        from overnight.cli.panel import render_panel
-        from overnight.cli.status import read_status
-
-        line = _progress_line(record)
-        if line:
-            self.last = line
-        if self.live is None or self.run_dir is None:
-            return
-        stopping = record.get("decision") == "stop"
-        now = time.monotonic()
-        # Reading the run's files at every trace line would make a long night's panel cost
-        # grow with its journal; a few redraws a second are all a person can read.
-        if not stopping and now - self.drawn_at < PANEL_REDRAW_S:
-            return
-        self.drawn_at = now
-        try:
-            status = read_status(self.run_dir)
-        except Exception:  # the panel is a view: it never stops the run
-            return
-        if stopping:
-            status["state"] = f"stopping: {record.get('reason')}"
-        self.live.update(render_panel(status, self.last))
-
-    def close(self) -> None:
-        if self.live is not None:
-            self.live.stop()
-
-
-def _progress_line(r: dict[str, Any]) -> str | None:
-    t = float(r.get("t", 0.0))
-    stamp = f"[{int(t // 3600):02d}:{int(t % 3600 // 60):02d}:{int(t % 60):02d}]"
-    kind, decision = r.get("kind"), r.get("decision")
-    if kind == "task" and r.get("event") == "started":
-        return f"{stamp} task {r['task']} started (attempt {r['attempt']})"
-    if kind == "decision" and decision == "task_finished":
-        note = ""
-        if r.get("command_timed_out"):
-            note = " (its command timed out)"
-        elif r.get("command_exit_code") not in (None, 0):
-            note = f" (its command exited {r['command_exit_code']})"
-        return f"{stamp} task {r['task']} -> {r['outcome']}{note}"
-    if kind == "decision" and decision == "out_of_time":
-        return f"{stamp} task {r['task']} left in flight: {r.get('detail')}"
-    if kind == "decision" and decision == "drift":
-        return f"{stamp} drift {r['score']:.2f} ({r['action']})"
-    if kind == "decision" and decision == "call_refused":
-        return f"{stamp} refused a {r['purpose']} call: {r['detail']}"
-    if kind == "decision" and decision == "resume_verified":
-        return f"{stamp} resumed: in-flight task {r['task']} verified {r['outcome']}"
-    if kind == "decision" and decision == "stop":
-        return f"{stamp} stop: {r['reason']}"
-    if kind == "tool_call" and r.get("tool") not in ("predicate", "verify", "command", "executor"):
-        failed = " (error)" if r.get("error") else ""
-        return f"{stamp}   {r.get('task')}: {r.get('tool')}{failed}"
-    if kind == "cache_warning":
-        return f"{stamp} cache: {r.get('detail')}"
-    if kind == "tool_call" and r.get("tool") == "predicate":
-        return f"{stamp} goal predicate {'passed' if r.get('met') else 'not met'}"
-    if kind == "model_call" and "cost_usd" in r:
-        return f"{stamp} {r['purpose']} call ${r['cost_usd']:.4f}"
-    return None
-
-
-def _finish_output(run_dir: Path, result: Any, as_json: bool) -> int:
-    if as_json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
-    else:
-        print(f"ending:  {result.stop_reason} ({result.status}, exit {result.exit_code})")
-        print(printable(f"why:     {result.message}"))
-        predicate = result.predicate
-        if predicate is not None and not predicate.met and result.stop_reason != "GOAL_MET":
-            tail = [line for line in predicate.detail.strip().splitlines() if line.strip()][-8:]
-            if tail:
-                print(f"goal check `{predicate.command}` (exit {predicate.exit_code}) said:")
-                print(printable("\n".join(f"  {line}" for line in tail)))
-        print(f"branch:  {result.branch.name} ({len(result.verified)} verified commit(s))")
-        print(f"result:  {run_dir / 'result.json'}")
-        print(f"report:  overnight report {run_dir}")
-        if result.resumable and result.exit_code != 0:
-            print(f"resume:  {resume_hint(run_dir, result)}")
-    return int(result.exit_code)
-
-
-#: The ``overnight resume`` flag that lifts each budget ending.
-RAISE_FLAGS = {
-    "BUDGET_EXHAUSTED:money": ("--usd", "cost_usd"),
-    "BUDGET_EXHAUSTED:tokens": ("--tokens", "tokens"),
-    "BUDGET_EXHAUSTED:steps": ("--steps", "steps"),
-    "TIME_LIMIT:wall_clock": ("--hours", "seconds"),
-}
-
-
-def resume_hint(run_dir: Path, result: Any) -> str:
-    """How to continue: a run stopped by a budget ends the same way at once unless the
-    budget is raised, so the hint names the flag and a figure (twice the old limit)."""
-    flag = RAISE_FLAGS.get(result.stop_reason)
-    if flag is None:
-        return f"overnight resume {run_dir}"
-    option, budget = flag
-    limit = getattr(result.budgets, budget).limit
-    if limit is None:
-        return f"overnight resume {run_dir} {option} ..."
-    if budget == "seconds":
-        hours = limit / 3600.0
-        return f"overnight resume {run_dir} --hours {2 * hours:g}   (the limit was {hours:g} h)"
-    if budget == "cost_usd":
-        return f"overnight resume {run_dir} --usd {2 * limit:g}   (the cap was ${limit:.2f})"
-    return f"overnight resume {run_dir} {option} {2 * int(limit)}   (the limit was {int(limit)})"
-
-
 def _warn_uncommitted(spec: Any) -> None:
     """A night starts from the workspace's committed HEAD: say so when the checkout holds
     work it will not see."""
@@ -359,65 +233,19 @@ def _warn_uncommitted(spec: Any) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-
-    from overnight.night.runs import start_run
-
     spec = load_spec(args.spec)
     check_spec(spec)
     _warn_uncommitted(spec)
-
-    rd, result = run_with_progress(
-        args.quiet,
-        lambda signals, listener, announce: start_run(
-            spec, args.run_dir, signals=signals, on_created=announce, listener=listener
-        ),
-    )
-    return _finish_output(rd.path, result, args.json)
-
-
-def run_with_progress(quiet: bool, start: Callable[[Any, Any, Callable[[Any], None]], T]) -> T:
-    """Drive a new night with progress on stderr (the live panel on a terminal, lines
-    otherwise) and SIGTERM/SIGINT draining it: ``start(signals, listener, on_created)``."""
-    from overnight.night.night import Signals
-    from overnight.night.runs import drained_on_signals
-
-    signals = Signals()
-    listener = _progress(quiet)
-
-    def announce(rd: Any) -> None:
-        if not quiet:
-            print(f"run dir: {rd.path}", file=sys.stderr, flush=True)
-        if isinstance(listener, _LivePanel):
-            listener.set_run_dir(rd.path)
-
-    try:
-        with drained_on_signals(signals):
-            return start(signals, listener, announce)
-    finally:
-        if isinstance(listener, _LivePanel):
-            listener.close()
+    with Progress(args.quiet) as progress:
+        result = api.run(spec, run_dir=args.run_dir, on_event=progress)
+    return finish_output(result, args.json)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
-    from overnight.night.night import Signals
-    from overnight.night.runs import drained_on_signals, resume_run
-
-    raises = {
-        k: getattr(args, k)
-        for k in ("usd", "hours", "steps", "tokens")
-        if getattr(args, k) is not None
-    }
-    signals = Signals()
-    listener = _progress(args.quiet)
-    if isinstance(listener, _LivePanel):
-        listener.set_run_dir(args.run_dir)
-    try:
-        with drained_on_signals(signals):
-            rd, result = resume_run(args.run_dir, raises, signals=signals, listener=listener)
-    finally:
-        if isinstance(listener, _LivePanel):
-            listener.close()
-    return _finish_output(rd.path, result, args.json)
+    raises = {k: getattr(args, k) for k in ("usd", "hours", "steps", "tokens")}
+    with Progress(args.quiet, run_dir=args.run_dir) as progress:
+        result = api.resume(args.run_dir, **raises, on_event=progress)
+    return finish_output(result, args.json)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -442,7 +270,7 @@ def _panel_loop(run_dir: Path, *, watch: bool) -> None:
 
     def frame() -> Any:
         event = last_event(run_dir / "trace.jsonl")
-        return render_panel(read_status(run_dir), _progress_line(event) if event else None)
+        return render_panel(read_status(run_dir), progress_line(event_of(event)) if event else None)
 
     console = Console()
     if not watch:
@@ -488,8 +316,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_audit(args: argparse.Namespace) -> int:
+    from overnight.audit.render import render_text
+    from overnight.audit.run import audit_run
+
+    audit = audit_run(args.run_dir, rerun=not args.no_rerun)
+    if args.json:
+        print(audit.model_dump_json(indent=2))
+    else:
+        sys.stdout.write(render_text(audit))
+    return audit.exit_code
+
+
 def cmd_review(args: argparse.Namespace) -> int:
     from overnight.effects.review import queue, render, resolve, review_db
+
+    if args.database:
+        return cmd_fleet_review(args)
 
     root = args.runs  # None: every indexed run and $OVERNIGHT_HOME/runs
     db = review_db(args.db)
@@ -637,7 +480,9 @@ COMMANDS = {
     "resume": cmd_resume,
     "status": cmd_status,
     "report": cmd_report,
+    "audit": cmd_audit,
     "review": cmd_review,
+    "fleet": cmd_fleet,
     "demo": cmd_demo,
     "calibrate": cmd_calibrate,
     "estimate": cmd_estimate,
@@ -646,6 +491,17 @@ COMMANDS = {
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    code = _dispatch(args)
+    if args.command == "fleet" and argv is None:
+        # The Temporal SDK's native threads can abort the interpreter while it finalizes
+        # (exit 134 after a clean run): a fleet command's process ends here, flushed.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         return COMMANDS[args.command](args)
     except ConfigError as exc:

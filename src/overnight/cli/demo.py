@@ -9,7 +9,10 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from overnight import api
+from overnight.cli.output import Progress, finish_output
 from overnight.config.spec import load_spec
+from overnight.core.errors import ConfigError
 from overnight.night.preflight import check_spec
 from overnight.process import scrubbed_env
 
@@ -36,10 +39,6 @@ def prepare_example(target: Path, name: str = EXAMPLE) -> Path:
 
 
 def run_demo(where: Path | None, *, quiet: bool = False, example: str = EXAMPLE) -> int:
-    from overnight.cli.commands import _finish_output, run_with_progress
-    from overnight.core.errors import ConfigError
-    from overnight.night.runs import start_run
-
     base = where or Path(tempfile.mkdtemp(prefix="overnight-demo-"))
     taken = [p.name for p in (base / "workspace", base / "run") if p.exists()]
     if taken:
@@ -59,13 +58,9 @@ def run_demo(where: Path | None, *, quiet: bool = False, example: str = EXAMPLE)
     )
     spec = load_spec(workspace / "night.toml")
     check_spec(spec)
-    rd, result = run_with_progress(
-        quiet,
-        lambda signals, listener, announce: start_run(
-            spec, base / "run", signals=signals, on_created=announce, listener=listener
-        ),
-    )
-    code = _finish_output(rd.path, result, as_json=False)
+    with Progress(quiet) as progress:
+        result = api.run(spec, run_dir=base / "run", on_event=progress)
+    code = finish_output(result, as_json=False)
     print(
         f"\nThe verified work is on branch {result.branch.name} of {workspace}:\n"
         f"  git -C {workspace} log --oneline {result.branch.name}\n"

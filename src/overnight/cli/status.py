@@ -10,8 +10,8 @@ from typing import Any
 from overnight.core.budget import BudgetFractions
 from overnight.core.errors import ConfigError, OvernightError
 from overnight.models.gateway import spend_totals
-from overnight.store.checkpoint import load_checkpoint
 from overnight.store.journal import read_journal
+from overnight.store.run_state import load_run_state, saved_at
 from overnight.store.rundir import RunDir, holder_pid, is_locked, read_json
 
 
@@ -45,25 +45,26 @@ def read_status(path: Path) -> dict[str, Any]:
     for band, default in asdict(BudgetFractions()).items():
         out[band] = float(spec["budget"].get(band, default))
     try:
-        body = load_checkpoint(rd.checkpoint)
+        state = load_run_state(rd.checkpoint)
     except OvernightError as exc:
         out["checkpoint_error"] = str(exc)
-        body = None
-    if body is not None:
+        state = None
+    if state is not None:
         out["tasks"] = {
-            "done": [c["task"]["id"] for c in body["completed"]],
-            "parked": [p["task"]["id"] for p in body["parked"]],
-            "remaining": [t["id"] for t in body["queue"]],
-            "pruned": [p["task"]["id"] for p in body["pruned"]],
-            "in_progress": body["in_progress"]["task"]["id"] if body["in_progress"] else None,
+            "done": [c.task.id for c in state.completed],
+            "parked": [p.task.id for p in state.parked],
+            "remaining": [t.id for t in state.queue],
+            "pruned": [p.task.id for p in state.pruned],
+            "in_progress": state.in_progress.task.id if state.in_progress else None,
         }
-        seconds = float(body["seconds_used"])
-        if running:  # the checkpoint is as old as the last step: add the time since
-            seconds += max(0.0, time.time() - rd.checkpoint.stat().st_mtime)
+        seconds = state.seconds_used
+        saved = saved_at(rd.checkpoint)
+        if running and saved is not None:  # the state is as old as the last save: add since
+            seconds += max(0.0, time.time() - saved)
         out["seconds_used"] = round(seconds, 1)
-        out["drift_score"] = body["drift_score"]
-        out["drift_checks"] = len(body.get("drift_history") or [])
-        out["goal_met"] = body["goal_met"]
+        out["drift_score"] = state.drift_score
+        out["drift_checks"] = len(state.drift_history)
+        out["goal_met"] = state.goal_met
     return out
 
 

@@ -16,14 +16,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from overnight.config.agent import AgentSpec
 from overnight.config.alerts import AlertsSpec
 from overnight.config.estimate import Workload
+from overnight.config.fleet import FleetSpec
 from overnight.config.sandbox import SandboxSpec
+from overnight.config.telemetry import TelemetrySpec
+from overnight.config.tools import ToolsSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
 from overnight.core.errors import ConfigError, SpecProblems
 from overnight.core.globs import GlobError, compile_glob
 from overnight.core.tasks import Task
 from overnight.models.prices import price_for
 from overnight.models.seam import import_roots
-from overnight.tools.toolbox import ToolsSpec
 
 #: Where model calls can go (see ``overnight.models.providers``).
 PROVIDERS = ("python", "anthropic", "openai", "openai-compatible")
@@ -219,10 +221,15 @@ class Spec(_Strict):
     """When commands run in the OS sandbox (bubblewrap), and what it lets them do."""
     alerts: AlertsSpec = Field(default_factory=AlertsSpec)
     """Who is told when the night ends: what ``alert`` and ``page`` do."""
+    telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
+    """Where the night is exported as OpenTelemetry spans (OTLP/HTTP), and whether they carry
+    content."""
     estimate: Workload | None = None
     """The workload ``overnight estimate`` prices before the night runs (tasks, calls per
     task, call sizes, the levers' settings); a run does not read it."""
     tasks: list[TaskSpec] = Field(default_factory=list)
+    fleet: FleetSpec = Field(default_factory=FleetSpec)
+    """What a night run by a fleet worker shares with the fleet (its daily money cap)."""
 
     # Filled by ``load_spec``; not part of the file.
     base_dir: str = ""
@@ -295,6 +302,8 @@ FIXES: dict[str, str] = {
     "tasks": "each [[tasks]] entry needs id, verify, and one of command or brief",
     "tasks.id": "use letters, digits and _ . : - only",
     "estimate": "see `overnight estimate` in the README for the [estimate] fields",
+    "telemetry.otlp_endpoint": 'e.g. otlp_endpoint = "http://localhost:4318"',
+    "telemetry": "see the OpenTelemetry section of the README for the [telemetry] fields",
 }
 
 

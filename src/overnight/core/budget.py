@@ -34,12 +34,15 @@ NANOS = 1_000_000_000
 
 #: The budget names used in the terminal result, in the order a stop check reads them.
 MONEY, TOKENS, STEPS, SECONDS = "cost_usd", "tokens", "steps", "seconds"
-BUDGET_ORDER: tuple[str, ...] = (MONEY, TOKENS, STEPS)
+#: A money cap shared with other nights (a fleet's daily cap): in a result only when it applies.
+FLEET_MONEY = "fleet_money"
+BUDGET_ORDER: tuple[str, ...] = (MONEY, FLEET_MONEY, TOKENS, STEPS)
 TIME_ORDER: tuple[str, ...] = (SECONDS,)
 
 #: How a budget is named in a stop reason: ``BUDGET_EXHAUSTED:money``, ``TIME_LIMIT:wall_clock``.
 BUDGET_STOP_DETAIL: dict[str, str] = {
     MONEY: "money",
+    FLEET_MONEY: "fleet_money",
     TOKENS: "tokens",
     STEPS: "steps",
     SECONDS: "wall_clock",
@@ -553,7 +556,7 @@ def clean_amount(name: str, value: float) -> float:
     seconds to the microsecond; never a float's binary noise."""
     if name in (TOKENS, STEPS):
         return int(value) if float(value).is_integer() else value
-    if name == MONEY:
+    if name in (MONEY, FLEET_MONEY):
         return to_usd(_round_nanos(value))
     return round(float(value), 6)
 
@@ -586,6 +589,8 @@ def reading(
     if limit is None:
         return BudgetReading(used, None, None, None, refused_at)
     limit = clean_amount(name, limit)
+    if name == FLEET_MONEY:  # shared with other nights: no band of its own, a hard line
+        return BudgetReading(used, limit, limit, limit, refused_at)
     enforced = _line(name, limit, fractions.enforce_at)
     stop_at = _line(name, limit, fractions.finish_at) if name == MONEY else enforced
     return BudgetReading(used, limit, stop_at, enforced, refused_at)

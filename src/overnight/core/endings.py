@@ -248,6 +248,7 @@ BUDGET_TYPE_REASONS = frozenset(
     f"{ending}:{detail}"
     for ending, detail in (
         (Ending.BUDGET_EXHAUSTED, BUDGET_STOP_DETAIL["cost_usd"]),
+        (Ending.BUDGET_EXHAUSTED, BUDGET_STOP_DETAIL["fleet_money"]),
         (Ending.BUDGET_EXHAUSTED, BUDGET_STOP_DETAIL["tokens"]),
         (Ending.BUDGET_EXHAUSTED, BUDGET_STOP_DETAIL["steps"]),
         (Ending.TIME_LIMIT, BUDGET_STOP_DETAIL["seconds"]),

@@ -28,6 +28,10 @@ class ConfigError(OvernightError):
         super().__init__(text)
 
 
+class RunBusy(ConfigError):
+    """Another process holds the run's lock: the run is being driven already."""
+
+
 class SpecProblems(ConfigError):
     """Several problems in one spec, each with its field and fix; ``field``, ``problem`` and
     ``fix`` are the first one's."""

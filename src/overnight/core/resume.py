@@ -17,7 +17,7 @@ The mapping of an exit code:
 
 from __future__ import annotations
 
-import os
+import posixpath
 import shlex
 from collections.abc import Sequence
 from enum import StrEnum
@@ -57,11 +57,11 @@ def runs_pytest(command: str | Sequence[str] | None) -> bool:
         words = list(command)
     while words and ("=" in words[0] and not words[0].startswith("=")):
         words = words[1:]  # VAR=value prefixes
-    if words and os.path.basename(words[0]) == "env":
+    if words and posixpath.basename(words[0]) == "env":
         words = [w for w in words[1:] if "=" not in w]
     if not words:
         return False
-    program = os.path.basename(words[0])
+    program = posixpath.basename(words[0])
     if program in ("pytest", "py.test"):
         return True
     if program.startswith("python"):

@@ -3,13 +3,19 @@
 The spend journal is the record of money and tokens, so that a call whose answer was lost in a
 crash is still counted (at its worst case); the checkpoint keeps the totals it had seen as a
 floor, so a journal emptied or cut short never lowers them.
+
+A save writes only what changed since the last one (``RunState.take_delta``): the fields that
+hold one value each, the new items of the lists that only grow, the operations on the queue,
+the attempts counted. ``apply_delta`` replays such a change on the JSON of the state before it.
+The bookkeeping this needs is pure and lives beside the state; the files are ``store``'s.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
 from overnight.core.drift import DriftDecision, DriftVerdict
 from overnight.core.resume import VerifyOutcome
@@ -19,10 +25,125 @@ from overnight.core.tasks import (
     InFlight,
     ParkedTask,
     PrunedTask,
+    QueueIndex,
     Task,
 )
 
 STATE_KIND = "run_state"
+
+
+#: The lists that only grow during a run: a save writes their new items. An item once added
+#: is never changed (a list assigned anew, or cut, is written whole).
+GROWING = (
+    "completed",
+    "parked",
+    "pruned",
+    "drift_history",
+    "lessons",
+    "artifacts",
+    "refused_effects",
+)
+
+
+class QueueOp(BaseModel):
+    """One change of the queue: ``take`` the task at ``at`` (whose id is ``task_id``),
+    ``append`` or ``prepend`` ``tasks``, ``drop`` the tasks ``ids``, ``replace`` it whole."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["queue_op"] = "queue_op"
+    op: Literal["take", "append", "prepend", "drop", "replace"]
+    at: int | None = None
+    task_id: str | None = None
+    tasks: list[dict[str, Any]] = Field(default_factory=list)
+    """As JSON, as they are in the saved state."""
+    ids: list[str] = Field(default_factory=list)
+
+
+class StateDelta(BaseModel):
+    """What changed in a run state between two saves, as JSON."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["state_delta"] = "state_delta"
+    values: dict[str, Any] = Field(default_factory=dict)
+    """Fields written whole: those holding one value, and any other one that could not be
+    followed change by change."""
+    appended: dict[str, list[Any]] = Field(default_factory=dict)
+    """New items at the end of the ``GROWING`` lists."""
+    queue: list[QueueOp] = Field(default_factory=list)
+    attempts: dict[str, int] = Field(default_factory=dict)
+    """The attempt counts that changed."""
+
+    def is_empty(self) -> bool:
+        return not (self.values or self.appended or self.queue or self.attempts)
+
+
+@dataclass
+class _Saved:
+    """The state as the last save left it: the values of its one-value fields, and the
+    identity and length of everything that grows."""
+
+    values: dict[str, Any]
+    lengths: dict[str, int]
+    lists: dict[str, list[Any]]
+    lasts: dict[str, object]
+    attempts: dict[str, int]
+    attempts_length: int
+
+
+@dataclass
+class _QueueLog:
+    """The queue operations since the last save, and the list they were made on."""
+
+    queue: list[Task] | None = None
+    length: int = 0
+    ops: list[QueueOp] = field(default_factory=list)
+    lost: bool = True
+    """The queue changed in a way the log could not follow: the next save writes it whole."""
+
+
+class StateBooks:
+    """A run state's bookkeeping: the queue index and what changed since the last save.
+
+    It is not part of the state: two states are equal whatever their books say, and a deep
+    copy of a state starts with empty books (its first save is then whole)."""
+
+    def __init__(self) -> None:
+        self.index = QueueIndex()
+        self.saved: _Saved | None = None
+        self.queue_log = _QueueLog()
+        self.attempt_ids: set[str] = set()
+        self.new_attempt_ids = 0
+        self.saved_as = 0
+        """The number of the save that last wrote (or read) the state; 0 before any."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StateBooks)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __copy__(self) -> Self:
+        return type(self)()
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        return type(self)()
+
+    def note_queue(self, queue: list[Task], op: QueueOp, change: int) -> None:
+        """``op`` changed ``queue``'s length by ``change``."""
+        log = self.queue_log
+        if self.saved is None or log.lost:
+            return
+        if queue is log.queue and len(queue) == log.length + change:
+            log.ops.append(op)
+            log.length += change
+        else:
+            log.lost = True
+
+    def note_attempt(self, task_id: str, new: bool) -> None:
+        if self.saved is not None:
+            self.attempt_ids.add(task_id)
+            self.new_attempt_ids += int(new)
 
 
 class DriftRecord(BaseModel):
@@ -63,6 +184,8 @@ class RunState(BaseModel):
     branch: str
     base_commit: str
     queue: list[Task] = Field(default_factory=list)
+    """Changed through the methods below, or by assigning another list: a save then writes
+    the operations (or the new list), never the queue as it stands."""
     in_progress: InFlight | None = None
     completed: list[CompletedTask] = Field(default_factory=list)
     parked: list[ParkedTask] = Field(default_factory=list)
@@ -101,17 +224,37 @@ class RunState(BaseModel):
     more than this is refused on resume."""
     stopped_reason: str | None = None
 
+    _books: StateBooks = PrivateAttr(default_factory=StateBooks)
+
     # -- pure transitions -------------------------------------------------------------------
 
-    def start_task(self, task: Task, rest: list[Task], attempt: int = 1) -> None:
-        self.queue = rest
+    def start_lap(self) -> Task:
+        """Count a lap and take the task of highest value (the earliest among equals) off the
+        queue; raises ``IndexError`` when the queue is empty."""
+        at, task = self._books.index.take(self.queue)
+        self.laps += 1
+        self._books.note_queue(self.queue, QueueOp(op="take", at=at, task_id=task.id), -1)
+        return task
+
+    def start_task(self, task: Task) -> int:
+        """Mark ``task`` IN_PROGRESS for its next attempt (attempts count across the run's
+        processes) and count the step; return the attempt's number."""
+        attempt = self.next_attempt(task.id)
         self.in_progress = InFlight(task=task, attempt=attempt)
+        self.steps_used += 1
+        if task.brief is not None:
+            self.agent_worked = True  # from here, auto mode sandboxes every command
+        return attempt
 
     def next_attempt(self, task_id: str) -> int:
         """Count one more execution of ``task_id`` and return its number (1 for the first)."""
         attempt = self.attempts.get(task_id, 0) + 1
-        self.attempts[task_id] = attempt
+        self._set_attempts(task_id, attempt)
         return attempt
+
+    def _set_attempts(self, task_id: str, count: int) -> None:
+        self._books.note_attempt(task_id, new=task_id not in self.attempts)
+        self.attempts[task_id] = count
 
     def finish_done(
         self,
@@ -158,7 +301,10 @@ class RunState(BaseModel):
         self._count_finished(progress=False)
 
     def requeue_front(self, task: Task) -> None:
-        self.queue = [task, *self.queue]
+        self.queue.insert(0, task)
+        self._books.index.prepended(self.queue, task)
+        op = QueueOp(op="prepend", tasks=[task.model_dump(mode="json")])
+        self._books.note_queue(self.queue, op, 1)
         self.in_progress = None
 
     def _count_finished(self, *, progress: bool) -> None:
@@ -170,7 +316,7 @@ class RunState(BaseModel):
         """The only place the drift score is assigned."""
         self.drift_score = verdict.drift_score
         self.tasks_since_drift = 0
-        self.queue = decision.kept
+        self._keep_in_queue(decision.kept, decision.pruned)
         self.pruned += [
             PrunedTask(task=t, drift_score=verdict.drift_score, at_task_count=self.tasks_finished)
             for t in decision.pruned
@@ -186,6 +332,21 @@ class RunState(BaseModel):
             )
         )
 
+    def _keep_in_queue(self, kept: list[Task], pruned: list[Task]) -> None:
+        """The queue becomes ``kept``: what it was without ``pruned``, when that is so."""
+        if not pruned and kept == self.queue:
+            return  # nothing pruned: the queue stays as it is
+        ids = [t.id for t in pruned]
+        gone = set(ids)
+        dropped = len(kept) + len(pruned) == len(self.queue) and len(gone) == len(ids)
+        op = QueueOp(op="drop", ids=ids)
+        if not dropped or any(t.id in gone for t in kept):
+            op = QueueOp(op="replace", tasks=[t.model_dump(mode="json") for t in kept])
+        before = len(self.queue)
+        self.queue[:] = kept
+        self._books.index.forget()
+        self._books.note_queue(self.queue, op, len(kept) - before)
+
     def add_lessons(self, lessons: list[str]) -> None:
         for lesson in lessons:
             if lesson not in self.lessons:
@@ -200,7 +361,11 @@ class RunState(BaseModel):
                 continue
             known.add(task.id)
             added.append(task)
-        self.queue = self.queue + added
+        if added:
+            self.queue.extend(added)
+            self._books.index.appended(self.queue, added)
+            op = QueueOp(op="append", tasks=[t.model_dump(mode="json") for t in added])
+            self._books.note_queue(self.queue, op, len(added))
         return added
 
     def known_ids(self) -> set[str]:
@@ -227,7 +392,7 @@ class RunState(BaseModel):
             return
         # A checkpoint written before attempts were counted knows the attempt only here.
         seen = self.attempts.get(flight.task.id, 0)
-        self.attempts[flight.task.id] = max(seen, flight.attempt)
+        self._set_attempts(flight.task.id, max(seen, flight.attempt))
         if outcome is VerifyOutcome.DONE:
             self.finish_done(flight.task, commit, flight.attempt, detail, via="resume")
         elif outcome is VerifyOutcome.PARTIAL:
@@ -241,6 +406,165 @@ class RunState(BaseModel):
             self.finish_parked(flight.task, cannot_run_reason_text(cannot_run), detail, patch)
         else:
             self.requeue_front(flight.task)
+
+    def record_predicate(self, record: PredicateRecord) -> None:
+        """The goal predicate ran (or could not): the only place ``goal_met`` is assigned."""
+        self.goal_met = record.met
+        self.last_predicate = record
+
+    def count_command(self, *, sandboxed: bool) -> None:
+        if sandboxed:
+            self.sandboxed_commands += 1
+        else:
+            self.unsandboxed_commands += 1
+
+    def note_totals(self, seconds_used: float, spent_usd: float, tokens_used: int) -> None:
+        """What the clock and the ledger say, kept as floors for the next process."""
+        self.seconds_used = seconds_used
+        self.spent_usd = spent_usd
+        self.tokens_used = tokens_used
+
+    def close(self, stop_reason: str) -> None:
+        self.stopped_reason = stop_reason
+
+    # -- what a save writes -----------------------------------------------------------------
+
+    def saved_as(self) -> int:
+        """The number of the save that last wrote this state or that it was read at (saves
+        are numbered along the run); 0 before any."""
+        return self._books.saved_as
+
+    def note_saved_as(self, seq: int) -> None:
+        self._books.saved_as = seq
+
+    def mark_loaded(self, seq: int) -> None:
+        """The state was just read as of save ``seq``: its next save writes it whole."""
+        self._books.saved = None
+        self._books.saved_as = seq
+
+    def take_delta(self) -> StateDelta | None:
+        """What changed since the last save (or ``mark_saved``), and from now on the state as
+        it is counts as saved. ``None`` when there was no save to compare with: the state must
+        then be written whole."""
+        books = self._books
+        saved = books.saved
+        values = self.model_dump(mode="json", include=set(SINGLE_VALUED))
+        if saved is None:
+            books.saved = self._saved_now(values)
+            return None
+        delta = StateDelta()
+        delta.values = {k: v for k, v in values.items() if saved.values.get(k, _UNSET) != v}
+        for name in GROWING:
+            items: list[Any] = getattr(self, name)
+            length = saved.lengths[name]
+            grew = (
+                items is saved.lists[name]
+                and len(items) >= length
+                and (length == 0 or items[length - 1] is saved.lasts[name])
+            )
+            if not grew:
+                delta.values[name] = _LISTS[name].dump_python(items, mode="json")
+            elif len(items) > length:
+                delta.appended[name] = _LISTS[name].dump_python(items[length:], mode="json")
+        log = books.queue_log
+        if log.lost or self.queue is not log.queue or len(self.queue) != log.length:
+            tasks = [t.model_dump(mode="json") for t in self.queue]
+            delta.queue = [QueueOp(op="replace", tasks=tasks)]
+        else:
+            delta.queue = list(log.ops)
+        counted = len(saved.attempts) == saved.attempts_length + books.new_attempt_ids
+        if self.attempts is saved.attempts and counted:
+            delta.attempts = {k: self.attempts[k] for k in books.attempt_ids}
+        else:
+            delta.values["attempts"] = dict(self.attempts)
+        books.saved = self._saved_now(values)
+        return delta
+
+    def mark_saved(self, body: dict[str, Any] | None = None) -> None:
+        """The state as it is was just written whole (``body``: its JSON, when at hand)."""
+        if body is None:
+            values = self.model_dump(mode="json", include=set(SINGLE_VALUED))
+        else:
+            values = {k: body[k] for k in SINGLE_VALUED}
+        self._books.saved = self._saved_now(values)
+
+    def _saved_now(self, values: dict[str, Any]) -> _Saved:
+        books = self._books
+        books.queue_log = _QueueLog(queue=self.queue, length=len(self.queue), lost=False)
+        books.attempt_ids = set()
+        books.new_attempt_ids = 0
+        lists = {name: getattr(self, name) for name in GROWING}
+        return _Saved(
+            values=values,
+            lengths={name: len(items) for name, items in lists.items()},
+            lists=lists,
+            lasts={name: items[-1] if items else _UNSET for name, items in lists.items()},
+            attempts=self.attempts,
+            attempts_length=len(self.attempts),
+        )
+
+
+_UNSET = object()
+
+#: The fields holding one value each (scalars, the task in flight, the last predicate, the
+#: budget): a save writes those that changed, whole.
+SINGLE_VALUED = tuple(
+    name for name in RunState.model_fields if name not in (*GROWING, "queue", "attempts")
+)
+
+_LISTS: dict[str, TypeAdapter[list[Any]]] = {
+    name: TypeAdapter(RunState.model_fields[name].annotation) for name in GROWING
+}
+
+
+def apply_delta(body: dict[str, Any], delta: StateDelta) -> None:
+    """Replay ``delta`` on ``body``, the JSON of the state it was taken from. Raises
+    ``ValueError`` when it does not fit (a field the state lacks, a queue operation on a task
+    that is not where it says): the two do not belong together."""
+    for name, value in delta.values.items():
+        if name not in RunState.model_fields:
+            raise ValueError(f"the run state has no field {name!r}")
+        body[name] = value
+    for name, items in delta.appended.items():
+        if name not in GROWING or not isinstance(body.get(name), list):
+            raise ValueError(f"cannot append to {name!r}")
+        body[name].extend(items)
+    queue = body.get("queue")
+    if delta.queue and not isinstance(queue, list):
+        raise ValueError("the state has no queue list")
+    for op in delta.queue:
+        assert isinstance(queue, list)
+        queue = _apply_queue_op(queue, op)
+        body["queue"] = queue
+    if delta.attempts:
+        attempts = body.get("attempts")
+        if not isinstance(attempts, dict):
+            raise ValueError("the state has no attempts map")
+        attempts.update(delta.attempts)
+
+
+def _apply_queue_op(queue: list[Any], op: QueueOp) -> list[Any]:
+    if op.op == "take":
+        at = op.at
+        if at is None or not 0 <= at < len(queue):
+            raise ValueError(f"take at {at} from a queue of {len(queue)}")
+        found = queue[at].get("id") if isinstance(queue[at], dict) else None
+        if found != op.task_id:
+            raise ValueError(f"take {op.task_id!r} at {at} found {found!r}")
+        del queue[at]
+    elif op.op == "append":
+        queue.extend(op.tasks)
+    elif op.op == "prepend":
+        queue[:0] = op.tasks
+    elif op.op == "drop":
+        gone = set(op.ids)
+        kept = [t for t in queue if not (isinstance(t, dict) and t.get("id") in gone)]
+        if len(queue) - len(kept) != len(op.ids):
+            raise ValueError(f"drop {op.ids} from a queue that does not hold them once each")
+        queue[:] = kept
+    else:
+        return list(op.tasks)
+    return queue
 
 
 def cannot_run_reason_text(why: str) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -112,9 +114,105 @@ class InFlight(BaseModel):
     attempt: int = 1
 
 
-def pop_highest(queue: list[Task]) -> tuple[Task, list[Task]]:
-    """The task of highest value, the earliest among equals; and the queue without it."""
-    if not queue:
-        raise IndexError("pop from an empty queue")
-    best = max(range(len(queue)), key=lambda i: (queue[i].value, -i))
-    return queue[best], queue[:best] + queue[best + 1 :]
+def _position(ordered: Sequence[float], item: float) -> int:
+    """The first position in the ascending ``ordered`` whose item is not below ``item``."""
+    lo, hi = 0, len(ordered)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ordered[mid] < item:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _priority(task: Task) -> float:
+    # NaN orders below everything, so that it cannot scramble the order of the others.
+    return task.value if task.value == task.value else float("-inf")
+
+
+class QueueIndex:
+    """Finds the task of highest value in the queue, the earliest among equals, without
+    looking at every task: a lap takes one task off a queue that may hold thousands.
+
+    Each queued task has a rank, ascending along the queue; the ranks of each value wait in
+    order in that value's line, and the values are kept sorted. The index follows the list it
+    was built on through ``take``, ``appended`` and ``prepended``, and is told to ``forget``
+    it after any other change the state makes; a queue changed outside the state (another
+    list assigned, or its length changed) is indexed again from scratch on the next ``take``.
+    """
+
+    def __init__(self) -> None:
+        self._queue: list[Task] | None = None
+        self._length = 0
+        self._ranks: list[int] = []
+        self._lines: dict[float, deque[int]] = {}
+        self._values: list[float] = []
+
+    def follows(self, queue: list[Task]) -> bool:
+        return queue is self._queue and len(queue) == self._length
+
+    def forget(self) -> None:
+        """The queue changed in a way the index does not follow: build it again when next
+        needed."""
+        self._queue = None
+
+    def rebuild(self, queue: list[Task]) -> None:
+        self._queue, self._length = queue, len(queue)
+        self._ranks = list(range(len(queue)))
+        self._lines = {}
+        for rank, task in enumerate(queue):
+            self._lines.setdefault(_priority(task), deque()).append(rank)
+        self._values = sorted(self._lines)
+
+    def take(self, queue: list[Task]) -> tuple[int, Task]:
+        """Remove the task of highest value (the earliest among equals) from ``queue``;
+        return where it was and the task."""
+        if not queue:
+            raise IndexError("take from an empty queue")
+        if not self.follows(queue):
+            self.rebuild(queue)
+        value = self._values[-1]
+        line = self._lines[value]
+        rank = line.popleft()
+        if not line:
+            del self._lines[value]
+            self._values.pop()
+        at = _position(self._ranks, rank)
+        del self._ranks[at]
+        task = queue.pop(at)
+        self._length -= 1
+        return at, task
+
+    def appended(self, queue: list[Task], tasks: list[Task]) -> None:
+        """``tasks`` were appended to ``queue``."""
+        if not self.follows_before(queue, len(tasks)):
+            self.forget()
+            return
+        last = self._ranks[-1] if self._ranks else -1
+        for offset, task in enumerate(tasks, start=1):
+            self._ranks.append(last + offset)
+            self._line(task).append(last + offset)
+        self._length += len(tasks)
+
+    def prepended(self, queue: list[Task], task: Task) -> None:
+        """``task`` was put at the front of ``queue``."""
+        if not self.follows_before(queue, 1):
+            self.forget()
+            return
+        first = self._ranks[0] - 1 if self._ranks else 0
+        self._ranks.insert(0, first)
+        self._line(task).appendleft(first)
+        self._length += 1
+
+    def follows_before(self, queue: list[Task], added: int) -> bool:
+        """Whether the index followed ``queue`` until ``added`` tasks were added to it."""
+        return queue is self._queue and len(queue) == self._length + added
+
+    def _line(self, task: Task) -> deque[int]:
+        value = _priority(task)
+        line = self._lines.get(value)
+        if line is None:
+            line = self._lines[value] = deque()
+            self._values.insert(_position(self._values, value), value)
+        return line

@@ -15,6 +15,7 @@ from typing import Any
 from overnight.config.spec import Spec
 from overnight.core.errors import ConfigError
 from overnight.effects.store import SqliteEffectStore
+from overnight.seams import EffectRow, EffectStore
 from overnight.store.rundir import RunDir, read_json
 
 
@@ -63,7 +64,9 @@ def _effects_path(rd: RunDir) -> Path:
     return Spec.model_validate(read_json(rd.spec)).effects_path(rd.path)
 
 
-def items_of(rd: RunDir) -> list[ReviewItem]:
+def items_of(rd: RunDir, ledger: EffectStore | None = None) -> list[ReviewItem]:
+    """The items of one run. ``ledger``: where its effects are (a fleet's shared ledger);
+    None: the run's own SQLite file."""
     manifest = read_json(rd.manifest)
     run_id = str(manifest["run_id"])
     result: dict[str, Any] = read_json(rd.result) if rd.result.exists() else {}
@@ -71,17 +74,11 @@ def items_of(rd: RunDir) -> list[ReviewItem]:
     remaining = list(plan.get("remaining") or [])
     done: list[str] = []
     unsettled: list[dict[str, Any]] = []
-    db_path = _effects_path(rd)
-    if db_path.exists():
-        store = SqliteEffectStore(db_path)
-        try:
-            for row in store.for_run(run_id):
-                if row.state == "confirmed":
-                    done.append(f"{row.tool}({row.args}) -> {row.result}")
-                elif row.state in ("intended", "unknown"):
-                    unsettled.append(row.as_dict())
-        finally:
-            store.close()
+    for row in _rows_of(rd, run_id, ledger):
+        if row.state == "confirmed":
+            done.append(f"{row.tool}({row.args}) -> {row.result}")
+        elif row.state in ("intended", "unknown"):
+            unsettled.append(row.as_dict())
 
     def item(item_id: str, kind: str, summary: str) -> ReviewItem:
         return ReviewItem(
@@ -111,21 +108,49 @@ def items_of(rd: RunDir) -> list[ReviewItem]:
     return items
 
 
+def _rows_of(rd: RunDir, run_id: str, ledger: EffectStore | None) -> list[EffectRow]:
+    if ledger is not None:
+        return ledger.for_run(run_id)
+    db_path = _effects_path(rd)
+    if not db_path.exists():
+        return []
+    store = SqliteEffectStore(db_path)
+    try:
+        return store.for_run(run_id)
+    finally:
+        store.close()
+
+
 def queue(
-    root: Path | None, db: SqliteEffectStore, *, include_resolved: bool = False
+    root: Path | None,
+    db: EffectStore,
+    *,
+    include_resolved: bool = False,
+    runs: list[RunDir] | None = None,
+    ledger: EffectStore | None = None,
 ) -> list[ReviewItem]:
+    """The open items (all with ``include_resolved``) of the runs under ``root`` (or of
+    ``runs``), their resolutions kept in ``db``, their effects in ``ledger`` when given."""
     resolved = db.resolutions()
     out: list[ReviewItem] = []
-    for rd in run_dirs(root):
-        for item in items_of(rd):
+    for rd in runs if runs is not None else run_dirs(root):
+        for item in items_of(rd, ledger):
             item.resolved = resolved.get(item.id)
             if include_resolved or item.resolved is None:
                 out.append(item)
     return out
 
 
-def resolve(root: Path | None, db: SqliteEffectStore, item_id: str, note: str) -> ReviewItem:
-    for item in queue(root, db, include_resolved=True):
+def resolve(
+    root: Path | None,
+    db: EffectStore,
+    item_id: str,
+    note: str,
+    *,
+    runs: list[RunDir] | None = None,
+    ledger: EffectStore | None = None,
+) -> ReviewItem:
+    for item in queue(root, db, include_resolved=True, runs=runs, ledger=ledger):
         if item.id == item_id:
             if not note.strip():
                 raise ConfigError("--note", "a resolution needs a note", "say what was done")

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from overnight.core.budget import (
+    FLEET_MONEY,
     Band,
     Booking,
     BudgetFractions,
@@ -54,7 +55,7 @@ from overnight.models.types import (
     coerce_response,
     estimate_input_tokens,
 )
-from overnight.seams import ModelClient
+from overnight.seams import ModelClient, SharedCap
 
 
 def budget_notice(spent: float, limit: float, band: Band) -> str:
@@ -225,6 +226,8 @@ class CallMeter:
         self.line = line
         self.estimate = estimate_input_tokens(request)
         self.attempts = 0
+        self.started = 0.0
+        """The night's seconds when the latest attempt began (``t_start`` of its record)."""
         self._open: tuple[Reservation, str] | None = None
 
     # -- the attempt-level seam (``overnight.models.retry.AttemptMeter``) --------------------
@@ -234,6 +237,7 @@ class CallMeter:
             raise RuntimeError("an attempt began before the previous one was settled")
         g, r = self.gateway, self.request
         self.attempts += 1
+        self.started = round(g.seconds(), 3)
         try:
             reservation = g.ledger.reserve(
                 r.model, self.estimate, r.max_tokens, r.cache_ttl, line=self.line
@@ -249,6 +253,8 @@ class CallMeter:
             )
             raise
         call_id = uuid.uuid4().hex[:12]
+        if g.cap is not None:
+            self._hold_shared(call_id, reservation)
         g.spend.append(
             {
                 "kind": "reserve",
@@ -262,6 +268,32 @@ class CallMeter:
             }
         )
         self._open = (reservation, call_id)
+
+    def _hold_shared(self, call_id: str, reservation: Reservation) -> None:
+        """Hold the attempt against the cap shared with other nights, or refuse it."""
+        g, r = self.gateway, self.request
+        assert g.cap is not None
+        try:
+            would_reach = g.cap.hold(call_id, reservation.worst_nanos)
+        except BaseException:
+            g.ledger.release(reservation)
+            raise
+        if would_reach is None:
+            return
+        g.ledger.release(reservation)
+        if self.line == "work":
+            g.ledger.blocked = g.ledger.blocked or FLEET_MONEY
+            g.ledger.refused_at[FLEET_MONEY] = would_reach
+        refused = BudgetRefused(FLEET_MONEY, would_reach, g.cap.limit_usd)
+        g.trace.event(
+            "decision",
+            decision="call_refused",
+            purpose=r.purpose,
+            attempt=self.attempts,
+            budget=refused.budget,
+            detail=refused.detail,
+        )
+        raise refused
 
     def failed(self, err: ProviderError) -> None:
         reservation, call_id = self._take()
@@ -345,6 +377,8 @@ class CallMeter:
     def _release(self, call_id: str, reservation: Reservation, *, error: str) -> None:
         g, r = self.gateway, self.request
         g.ledger.release(reservation)
+        if g.cap is not None:
+            g.cap.release(call_id)
         g.spend.append(
             {"kind": "release", "id": call_id, "attempt": self.attempts, "t": g.seconds()}
         )
@@ -356,6 +390,7 @@ class CallMeter:
             reserved_usd=reservation.worst_usd,
             released=True,
             error=error[:500],
+            t_start=self.started,
         )
 
     def _book(
@@ -392,6 +427,7 @@ class CallMeter:
             "cost_usd": booking.usd,
             "usage": record["usage"],
             "booked_at_worst_case": booking.at_reservation,
+            "t_start": self.started,
         }
         if response is not None:
             event.update(
@@ -406,6 +442,8 @@ class CallMeter:
         if warnings:
             event["warnings"] = warnings
         g.trace.event("model_call", **event)
+        if g.cap is not None:  # after the night's own records: the spend is kept either way
+            g.cap.book(call_id, booking.nanos)
 
 
 def _over(booking: Booking) -> dict[str, str]:
@@ -426,7 +464,10 @@ class ModelGateway:
         trace: EventSink,
         seconds: Callable[[], float],
         fractions: BudgetFractions,
+        cap: SharedCap | None = None,
     ) -> None:
+        self.cap = cap
+        """A money cap shared with other nights, held against before every attempt."""
         self.client = client
         self.ledger = ledger
         self.spend = spend

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -30,6 +31,10 @@ class CallableModel:
 #: Directories a target may be imported from besides ``sys.path`` (see ``import_roots``).
 _ROOTS: ContextVar[tuple[str, ...]] = ContextVar("overnight_import_roots", default=())
 
+#: ``sys.path`` is the process's: nights set up in threads of one process (a fleet worker)
+#: take turns changing it.
+_IMPORT_PATH_LOCK = threading.RLock()
+
 
 @contextmanager
 def import_roots(*dirs: str | os.PathLike[str] | None) -> Iterator[None]:
@@ -48,14 +53,15 @@ def import_roots(*dirs: str | os.PathLike[str] | None) -> Iterator[None]:
 def _on_import_path(dirs: tuple[str, ...]) -> Iterator[None]:
     """``dirs`` at the front of ``sys.path`` for the duration of the block; afterwards each
     entry this added is taken out again (whatever the imported code did to the list)."""
-    added = [d for d in dirs if d not in sys.path]
-    sys.path[:0] = added
-    try:
-        yield
-    finally:
-        for d in added:
-            if d in sys.path:
-                sys.path.remove(d)
+    with _IMPORT_PATH_LOCK:
+        added = [d for d in dirs if d not in sys.path]
+        sys.path[:0] = added
+        try:
+            yield
+        finally:
+            for d in added:
+                if d in sys.path:
+                    sys.path.remove(d)
 
 
 def resolve_target(target: str, field: str) -> object:

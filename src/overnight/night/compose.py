@@ -7,9 +7,29 @@ and the effects store that a ``Night`` is given; everything else depends on the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
+from overnight.agent.loop import AgentExecutor
+from overnight.config.spec import ModelSpec, Spec
+from overnight.core.budget import Ledger
 from overnight.core.errors import ConfigError
-from overnight.models.seam import resolve_target
-from overnight.seams import TaskExecutor
+from overnight.core.state import RunState
+from overnight.effects.store import SqliteEffectStore
+from overnight.models.gateway import ModelGateway, spend_totals
+from overnight.models.providers import build_client
+from overnight.models.seam import import_roots, resolve_target
+from overnight.night.signals import Signals, sleep_until_stopped
+from overnight.night.timer import RunTimer
+from overnight.night.worktree import Worktree
+from overnight.sandbox.policy import SandboxPolicy
+from overnight.seams import Clock, EffectStore, ModelClient, SharedCap, TaskExecutor
+from overnight.store.journal import Journal, read_journal
+from overnight.store.rundir import RunDir
+from overnight.store.trace import Trace
+from overnight.telemetry.content import ContentTap
+from overnight.telemetry.setup import content_tap
+from overnight.tools.toolbox import Toolbox
 
 
 def load_executor(target: str) -> TaskExecutor:
@@ -27,3 +47,114 @@ def load_executor(target: str) -> TaskExecutor:
             "point it at an object (or class) implementing the executor seam",
         )
     return obj
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What a night may share with other nights (a fleet): the effects ledger, in place of
+    the run's own SQLite file, and a money cap held against before every model call."""
+
+    effects: EffectStore | None = None
+    cap: SharedCap | None = None
+
+
+@dataclass
+class NightParts:
+    """What a ``Night`` is given: every concrete object behind its seams."""
+
+    timer: RunTimer
+    ledger: Ledger
+    spend: Journal
+    trace: Trace
+    gateway: ModelGateway | None
+    executor: TaskExecutor | None
+    effects: EffectStore
+    sandbox: SandboxPolicy
+    worktree: Worktree
+    content: ContentTap | None = None
+    """Where the spans take prompts and tool results from (``[telemetry] content``)."""
+
+
+def compose(
+    spec: Spec,
+    run_dir: RunDir,
+    state: RunState,
+    clock: Clock,
+    signals: Signals,
+    *,
+    model: ModelClient | None = None,
+    executor: TaskExecutor | None = None,
+    sandbox: SandboxPolicy | None = None,
+    spend_readable: bool = True,
+    shared: Shared | None = None,
+) -> NightParts:
+    """The parts of one night from its spec. ``model`` and ``executor``, when given, replace
+    the spec's (tests and embedders hand in theirs). ``spend_readable`` False: the spend
+    journal is not read (a resume that must refuse a corrupt run may not be able to).
+    ``shared``: what a fleet shares between nights (its effects ledger, its money cap)."""
+    shared = shared or Shared()
+    fractions = spec.budget.fractions()
+    timer = RunTimer(clock, state.seconds_used, spec.budget.hours, fractions)
+    totals = spend_totals(read_journal(run_dir.spend) if spend_readable else [])
+    ledger = Ledger(
+        prices=spec.price_table(),
+        limit_usd=spec.budget.usd,
+        enforce_fraction=fractions.enforce_at,
+        limit_tokens=spec.budget.tokens,
+        spent_usd=max(totals.usd + totals.dangling_usd, state.spent_usd),
+        tokens_used=max(totals.tokens + totals.dangling_tokens, state.tokens_used),
+    )
+    spend = Journal(run_dir.spend, durable=True)
+    trace = Trace(run_dir.trace, timer.seconds_used, clock.now_iso)
+    policy = sandbox or SandboxPolicy(spec.sandbox.mode, None)
+    with import_roots(spec.base_dir, spec.workspace_path()):
+        if model is None and spec.model is not None:
+            model = _spec_model(spec.model, clock, signals, trace, timer)
+        tap = content_tap(spec)
+        if tap is not None and model is not None:
+            model = tap.client(model)
+        gateway = None
+        if model is not None and spec.model is not None:
+            gateway = ModelGateway(
+                model, ledger, spend, trace, timer.seconds_used, fractions, shared.cap
+            )
+        if executor is None and spec.executor is not None:
+            executor = load_executor(spec.executor.target)
+        if executor is None and gateway is not None:
+            toolbox = Toolbox.from_spec(
+                spec.tools,
+                base_dir=Path(spec.base_dir),
+                # an MCP server is a tool's command: in the sandbox unless the mode is off
+                confine=lambda: policy.confinement(agent_worked=True, tool=True),
+            )
+            executor = AgentExecutor(spec.agent, toolbox if tap is None else tap.tools(toolbox))
+    return NightParts(
+        timer=timer,
+        ledger=ledger,
+        spend=spend,
+        trace=trace,
+        gateway=gateway,
+        executor=executor,
+        effects=shared.effects or SqliteEffectStore(spec.effects_path(run_dir.path)),
+        sandbox=policy,
+        worktree=Worktree(run_dir.worktree, run_dir.checkout),
+        content=tap,
+    )
+
+
+def _spec_model(
+    model: ModelSpec, clock: Clock, signals: Signals, trace: Trace, timer: RunTimer
+) -> ModelClient | None:
+    """The spec's model client, its retry waits on the night's clock and cut by a stop."""
+    if model.provider == "python" and model.target is None:
+        return None
+    return build_client(
+        model,
+        sleep=sleep_until_stopped(clock.sleep, signals),
+        monotonic=clock.monotonic,
+        on_retry=lambda err, wait: trace.event(
+            "model_retry", error=str(err), status=err.status, wait_s=round(wait, 3)
+        ),
+        time_left=timer.seconds_left,
+        call_guard=signals.interruptible,
+    )

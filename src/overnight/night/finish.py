@@ -1,5 +1,6 @@
 """The end of a run: the closing summary (paid from the wrap-up reserve, with a structured
-fallback), the terminal result, and ``result.json`` written even on a full disk.
+fallback), the terminal result built from a snapshot of the night's facts (``ClosingFacts``),
+and ``result.json`` written even on a full disk.
 
 Each budget block reports two figures: ``used``, everything used once the run is over (the
 closing summary included), and ``at_stop``, what was used when the stop was decided, which is
@@ -8,27 +9,33 @@ stop decision."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from overnight.config.alerts import AlertsSpec
+from overnight.config.spec import Spec
 from overnight.core.budget import (
+    FLEET_MONEY,
     MONEY,
     SECONDS,
     STEPS,
     TOKENS,
     BudgetReading,
+    Ledger,
     clean_amount,
     to_nanos,
     to_usd,
 )
 from overnight.core.endings import Ending, Stop, describe
 from overnight.core.errors import CheckpointCorrupt, DiskFull
-from overnight.models.gateway import SpendTotals, spend_totals
+from overnight.core.goal import Goal
+from overnight.core.state import RunState
+from overnight.models.gateway import EventSink, ModelGateway, SpendTotals, spend_totals
 from overnight.models.types import estimate_input_tokens
-from overnight.night import worktree as ws
 from overnight.night.alerts import send_alert
-from overnight.night.night import Night
 from overnight.night.prompts import summary_request
 from overnight.report.result import (
     Branch,
@@ -49,7 +56,7 @@ from overnight.report.result import (
     Wrapup,
 )
 from overnight.store.journal import read_journal
-from overnight.store.rundir import write_json_atomic
+from overnight.store.rundir import RunDir, write_json_atomic
 from overnight.store.trace import redact, secret_values
 
 DEFAULT_MESSAGES: dict[Ending, str] = {
@@ -63,6 +70,31 @@ DEFAULT_MESSAGES: dict[Ending, str] = {
 }
 
 MIN_SUMMARY_TOKENS = 256
+
+
+@dataclass(frozen=True)
+class ClosingFacts:
+    """The night as it stands once the closing summary is paid for: what the terminal result
+    is built from, read once."""
+
+    spec: Spec
+    state: RunState
+    goal: Goal
+    budgets_at_stop: dict[str, BudgetReading]
+    """The budgets as the stop decision read them."""
+    budgets_end: dict[str, BudgetReading]
+    spent_nanos: int
+    tokens_used: int
+    spend_path: Path
+    head: str | None
+    """The branch's head, None when git could not say."""
+    diff_stat: str
+    worktree: Path
+    trace_ref: Path
+    started_at: str
+    ended_at: str
+    trace_lines_dropped: int
+    effects: list[dict[str, Any]]
 
 
 def _block(name: str, at_stop: BudgetReading, used: float) -> BudgetBlock:
@@ -90,9 +122,9 @@ def _warnings(found: list[dict[str, Any]]) -> list[ResultWarning]:
     return out
 
 
-def structured_summary(night: Night, stop: Stop) -> str:
+def structured_summary(state: RunState, stop: Stop, spent_usd: float, cap_usd: float) -> str:
     """The summary rendered from state alone: less readable, every fact that matters."""
-    s = night.state
+    s = state
     lines = [f"Run {s.run_id} stopped: {stop.reason}. {stop.message}".strip()]
     if s.completed:
         done = ", ".join(f"{c.task.id} ({(c.commit or 'no commit')[:10]})" for c in s.completed)
@@ -108,16 +140,18 @@ def structured_summary(night: Night, stop: Stop) -> str:
     if s.pruned:
         lines.append("Pruned for drift: " + ", ".join(p.task.id for p in s.pruned) + ".")
     lines.append(
-        f"Spent ${night.ledger.spent_usd:.2f} of ${night.spec.budget.usd:.2f}; "
+        f"Spent ${spent_usd:.2f} of ${cap_usd:.2f}; "
         f"goal predicate {'passed' if s.goal_met else 'not passed'}."
     )
     return "\n".join(lines)
 
 
-def _summary_facts(night: Night, stop: Stop) -> dict[str, Any]:
-    s = night.state
+def _summary_facts(
+    state: RunState, goal: Goal, stop: Stop, spent_usd: float, cap_usd: float
+) -> dict[str, Any]:
+    s = state
     return {
-        "goal": night.goal.text,
+        "goal": goal.text,
         "stop_reason": stop.reason,
         "why": stop.message,
         "verified": [{"id": c.task.id, "title": c.task.title} for c in s.completed],
@@ -125,49 +159,60 @@ def _summary_facts(night: Night, stop: Stop) -> dict[str, Any]:
         "in_flight": s.in_progress.task.id if s.in_progress else None,
         "not_started": [t.id for t in s.queue],
         "pruned": [p.task.id for p in s.pruned],
-        "spent_usd": round(night.ledger.spent_usd, 4),
-        "cap_usd": night.spec.budget.usd,
+        "spent_usd": round(spent_usd, 4),
+        "cap_usd": cap_usd,
     }
 
 
-def write_summary(night: Night, stop: Stop) -> tuple[str, Wrapup]:
+def closing_summary(
+    gateway: ModelGateway | None,
+    ledger: Ledger,
+    spec: Spec,
+    state: RunState,
+    goal: Goal,
+    stop: Stop,
+) -> tuple[str, Wrapup]:
     """One call with no tools, from the reserve; on any failure, the structured rendering."""
-    before = night.ledger.spent_nanos
-    if night.gateway is None or night.spec.model is None:
-        return structured_summary(night, stop), Wrapup(source="structured", cost_usd=0.0)
-    model = night.spec.model
+    before = ledger.spent_nanos
+    cap = spec.budget.usd
+
+    def structured() -> str:
+        return structured_summary(state, stop, ledger.spent_usd, cap)
+
+    if gateway is None or spec.model is None:
+        return structured(), Wrapup(source="structured", cost_usd=0.0)
+    model = spec.model
     try:
-        request = summary_request(model.name, model.summary_max_tokens, _summary_facts(night, stop))
+        facts = _summary_facts(state, goal, stop, ledger.spent_usd, cap)
+        request = summary_request(model.name, model.summary_max_tokens, facts)
         # Fit max_tokens to what the reserve can pay for, rather than be refused outright.
-        affordable = night.ledger.max_output_tokens(
+        affordable = ledger.max_output_tokens(
             model.name, estimate_input_tokens(request), request.cache_ttl, line="reserve"
         )
         if affordable < request.max_tokens:
             request = request.model_copy(update={"max_tokens": max(MIN_SUMMARY_TOKENS, affordable)})
-        response = night.gateway.call(request, line="reserve")
+        response = gateway.call(request, line="reserve")
         text = response.text().strip()
         if not text:
             raise ValueError("the summary call returned no text")
-        cost = to_usd(night.ledger.spent_nanos - before)
+        cost = to_usd(ledger.spent_nanos - before)
         return text, Wrapup(source="model", cost_usd=cost)
     except Exception as exc:
-        cost = to_usd(night.ledger.spent_nanos - before)
-        return structured_summary(night, stop), Wrapup(
-            source="structured", cost_usd=cost, error=repr(exc)[:500]
-        )
+        cost = to_usd(ledger.spent_nanos - before)
+        return structured(), Wrapup(source="structured", cost_usd=cost, error=repr(exc)[:500])
 
 
-def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> TerminalResult:
-    s = night.state
+def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> TerminalResult:
+    s = f.state
     verdict = describe(stop)
-    end = night.budgets()
-    b = night.budgets_at_stop or end
+    end = f.budgets_end
+    b = f.budgets_at_stop
     try:
-        totals = spend_totals(read_journal(night.run_dir.spend))
+        totals = spend_totals(read_journal(f.spend_path))
     except CheckpointCorrupt:
-        totals = SpendTotals(nanos=night.ledger.spent_nanos, tokens=night.ledger.tokens_used)
+        totals = SpendTotals(nanos=f.spent_nanos, tokens=f.tokens_used)
     # The ledger starts from the checkpoint's figure when the journal says less.
-    total_usd = to_usd(max(totals.total_nanos, night.ledger.spent_nanos))
+    total_usd = to_usd(max(totals.total_nanos, f.spent_nanos))
     verified = [
         VerifiedTask(
             id=c.task.id,
@@ -180,13 +225,6 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
         )
         for c in s.completed
     ]
-    head: str | None
-    diff_stat = ""
-    try:
-        head = ws.head(night.run_dir.worktree)
-        diff_stat = ws.diff_stat(night.run_dir.worktree, s.base_commit)
-    except Exception:
-        head = None
     return TerminalResult(
         run_id=s.run_id,
         status=verdict.outcome.value,
@@ -196,12 +234,17 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
         resumable=verdict.resumable,
         alert=verdict.alert,
         message=stop.message or DEFAULT_MESSAGES[stop.ending],
-        goal=GoalBlock(text=night.goal.text, sha256=night.goal.sha256),
+        goal=GoalBlock(text=f.goal.text, sha256=f.goal.sha256),
         budgets=Budgets(
             steps=_block(STEPS, b[STEPS], end[STEPS].used),
             tokens=_block(TOKENS, b[TOKENS], end[TOKENS].used),
             seconds=_block(SECONDS, b[SECONDS], end[SECONDS].used),
             cost_usd=_block(MONEY, b[MONEY], total_usd),
+            fleet_money=(
+                _block(FLEET_MONEY, b[FLEET_MONEY], end[FLEET_MONEY].used)
+                if FLEET_MONEY in b
+                else None
+            ),
         ),
         plan=Plan(
             done=[c.task.id for c in s.completed],
@@ -251,7 +294,7 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
         warnings=_warnings(totals.warnings),
         predicate=(
             PredicateBlock(
-                command=night.spec.predicate.command,
+                command=f.spec.predicate.command,
                 met=s.last_predicate.met,
                 exit_code=s.last_predicate.exit_code,
                 detail=s.last_predicate.detail[-1500:],
@@ -264,60 +307,59 @@ def build_result(night: Night, stop: Stop, partial: str, wrapup: Wrapup) -> Term
         branch=Branch(
             name=s.branch,
             base_commit=s.base_commit,
-            head=head,
-            worktree=str(night.run_dir.worktree),
-            diff_stat=diff_stat,
+            head=f.head,
+            worktree=str(f.worktree),
+            diff_stat=f.diff_stat,
         ),
         partial_output=partial,
         wrapup=wrapup,
-        trace_ref=str(night.run_dir.trace),
-        started_at=night.started_at,
-        ended_at=night.clock.now_iso(),
+        trace_ref=str(f.trace_ref),
+        started_at=f.started_at,
+        ended_at=f.ended_at,
         resumes=s.resumes,
-        trace_lines_dropped=night.trace.dropped,
-        effects=[r.as_dict() for r in night.effects.for_run(s.run_id)] + s.refused_effects,
+        trace_lines_dropped=f.trace_lines_dropped,
+        effects=f.effects,
         sandbox=SandboxBlock(
-            mode=night.spec.sandbox.mode,
-            network=night.spec.sandbox.network,
+            mode=f.spec.sandbox.mode,
+            network=f.spec.sandbox.network,
             sandboxed_commands=s.sandboxed_commands,
             unsandboxed_commands=s.unsandboxed_commands,
         ),
     )
 
 
-def write_result(night: Night, result: TerminalResult) -> None:
-    """Write result.json (already redacted by ``finish``); on a full disk, free the space
-    reserved at the start and retry."""
+def finish_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> TerminalResult:
+    """The terminal result, every secret value redacted."""
+    result = build_result(f, stop, partial, wrapup)
+    return TerminalResult.model_validate(redact(result.model_dump(), secret_values()))
+
+
+def _write(run_dir: RunDir, result: TerminalResult) -> None:
+    """Write result.json; on a full disk, free the space reserved at the start and retry."""
     data = result.model_dump(mode="json")
     try:
-        write_json_atomic(night.run_dir.result, data)
+        write_json_atomic(run_dir.result, data)
     except DiskFull:
-        if not night.run_dir.free_disk_reserve():
+        if not run_dir.free_disk_reserve():
             raise
-        write_json_atomic(night.run_dir.result, data)
+        write_json_atomic(run_dir.result, data)
 
 
-def finish(night: Night, stop: Stop) -> TerminalResult:
-    partial, wrapup = write_summary(night, stop)
-    result = build_result(night, stop, partial, wrapup)
-    result = TerminalResult.model_validate(redact(result.model_dump(), secret_values()))
-    write_result(night, result)
-    sent = send_alert(night.spec.alerts, result.model_dump(mode="json"))
-    if sent is not None:  # recorded in the result; never changes the ending or the exit code
+def write_result(
+    run_dir: RunDir, result: TerminalResult, alerts: AlertsSpec, trace: EventSink
+) -> TerminalResult:
+    """Write result.json, then send the alert its ending calls for and record what was sent
+    in it (a failed alert changes nothing else). Returns the result as written."""
+    _write(run_dir, result)
+    sent = send_alert(alerts, result.model_dump(mode="json"))
+    if sent is not None:
         result = result.model_copy(update={"alerts": [sent]})
-        night.trace.event("decision", decision="alert", **sent)
-        write_result(night, result)
-    night.trace.event(
+        trace.event("decision", decision="alert", **sent)
+        _write(run_dir, result)
+    trace.event(
         "decision",
         decision="result_written",
         stop_reason=result.stop_reason,
         exit_code=result.exit_code,
     )
-    if night.persist:
-        ws.drop_checkout(night.run_dir.worktree, night.run_dir.checkout)
-        night.state.stopped_reason = stop.reason
-        try:
-            night.checkpoint()
-        except Exception as exc:  # the result is already on disk; say so in the trace
-            night.trace.event("decision", decision="final_checkpoint_failed", error=repr(exc))
     return result

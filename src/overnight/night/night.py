@@ -11,29 +11,38 @@ from __future__ import annotations
 import contextlib
 import sys
 import traceback
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
-from overnight.agent.loop import AgentExecutor
 from overnight.config.spec import Spec
-from overnight.core.budget import MONEY, SECONDS, STEPS, TOKENS, BudgetReading, Ledger, reading
+from overnight.core.budget import (
+    FLEET_MONEY,
+    MONEY,
+    SECONDS,
+    STEPS,
+    TOKENS,
+    BudgetReading,
+    reading,
+)
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
 from overnight.core.errors import Interrupted
 from overnight.core.goal import Goal
 from overnight.core.protect import ChangedPath, Protection, build_protection
 from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit
 from overnight.core.state import PredicateRecord, RunState, cannot_run_reason_text
-from overnight.core.tasks import CommandRun, InFlight, Task, pop_highest
+from overnight.core.tasks import CommandRun, Task
 from overnight.effects.ledger import render_done
-from overnight.effects.store import SqliteEffectStore
-from overnight.models.gateway import ModelGateway, spend_totals
-from overnight.models.providers import build_client, sleep_for_clock
-from overnight.models.seam import import_roots
-from overnight.night import worktree as ws
-from overnight.night.compose import load_executor
-from overnight.night.planner import HarnessCalls
+from overnight.night.compose import NightParts
+from overnight.night.finish import (
+    ClosingFacts,
+    closing_summary,
+    finish_result,
+    write_result,
+)
+from overnight.night.planner import Planner, verify_prefixes
+from overnight.night.signals import Signals
 from overnight.process import (
     CommandResult,
     Confinement,
@@ -41,22 +50,12 @@ from overnight.process import (
     process_identity,
     run_command,
 )
-from overnight.sandbox.policy import SandboxPolicy
-from overnight.seams import (
-    Clock,
-    EffectRow,
-    ExecContext,
-    ModelClient,
-    TaskExecutor,
-    ToolError,
-)
+from overnight.report.result import TerminalResult
+from overnight.seams import EffectRow, ExecContext, ToolError
 from overnight.store.atomic import private_dir
-from overnight.store.checkpoint import save_checkpoint
-from overnight.store.journal import Journal, read_journal
+from overnight.store.run_state import RunStateStore
 from overnight.store.rundir import RunDir
-from overnight.store.trace import Trace
-from overnight.tools.builtin import check_command
-from overnight.tools.toolbox import Toolbox
+from overnight.tools.shell import check_command
 
 OUTPUT_TAIL = 2000
 
@@ -87,62 +86,12 @@ class Verdict:
     """Why the check could not run (``exit 127: command not found``), for ``CANNOT_RUN``."""
 
 
-@dataclass
-class Signals:
-    """Set by the SIGTERM/SIGINT handlers; read at the top of every lap and while waiting.
-
-    Inside ``interruptible()`` (a provider's HTTP call) a signal also raises ``Interrupted``
-    at once, so a drain never waits out a call of many minutes."""
-
-    requested: str | None = None
-    _interruptible: int = 0
-
-    def request(self, name: str) -> None:
-        if self.requested is None:
-            self.requested = name
-        if self._interruptible:
-            raise Interrupted(name)
-
-    def check(self) -> str | None:
-        return self.requested
-
-    @contextlib.contextmanager
-    def interruptible(self) -> Iterator[None]:
-        if self.requested is not None:
-            raise Interrupted(self.requested)
-        self._interruptible += 1
-        try:
-            yield
-        finally:
-            self._interruptible -= 1
-
-
-def sleep_until_stopped(
-    sleep: Callable[[float], None], signals: Signals
-) -> Callable[[float], None]:
-    """``sleep`` in slices of at most a fifth of a second, ending with ``Interrupted`` as soon
-    as a stop is requested (a retry wait may be minutes long)."""
-
-    def wait(seconds: float) -> None:
-        left = seconds
-        while left > 0:
-            if signals.requested is not None:
-                raise Interrupted(signals.requested)
-            step = min(0.2, left)
-            sleep(step)
-            left -= step
-        if signals.requested is not None:
-            raise Interrupted(signals.requested)
-
-    return wait
-
-
 def task_marker(task_id: str) -> str:
     return f"(overnight task {task_id})"
 
 
-class Night(HarnessCalls):
-    """One run being driven by this process."""
+class Night:
+    """One run being driven by this process, given its parts (``overnight.night.compose``)."""
 
     def __init__(
         self,
@@ -151,74 +100,33 @@ class Night(HarnessCalls):
         state: RunState,
         goal: Goal,
         expected_goal_sha: str,
-        clock: Clock,
         signals: Signals,
-        started_at: str,
-        model: ModelClient | None = None,
-        executor: TaskExecutor | None = None,
-        spend_readable: bool = True,
-        sandbox: SandboxPolicy | None = None,
+        parts: NightParts,
     ) -> None:
         self.spec = spec
         self.run_dir = run_dir
         self.state = state
         self.goal = goal
         self.expected_goal_sha = expected_goal_sha
-        self.clock = clock
         self.signals = signals
-        self.started_at = started_at
+        self.timer = parts.timer
+        self.clock = parts.timer.clock
+        self.started_at = self.clock.now_iso()
         self.fractions = spec.budget.fractions()
-        self._t0 = clock.monotonic()
-        self._seconds_base = state.seconds_used
-        # A resume that must refuse (corrupt state) may not be able to read the journal either.
-        totals = spend_totals(read_journal(run_dir.spend) if spend_readable else [])
-        self.ledger = Ledger(
-            prices=spec.price_table(),
-            limit_usd=spec.budget.usd,
-            enforce_fraction=self.fractions.enforce_at,
-            limit_tokens=spec.budget.tokens,
-            spent_usd=max(totals.usd + totals.dangling_usd, state.spent_usd),
-            tokens_used=max(totals.tokens + totals.dangling_tokens, state.tokens_used),
-        )
-        self.spend_journal = Journal(run_dir.spend, durable=True)
-        self.trace = Trace(run_dir.trace, self.seconds_used, clock.now_iso)
-        self.gateway: ModelGateway | None = None
-        # User targets (module:attr) resolve from the spec's directory and the workspace;
-        # the process's import path is left as it was.
-        if (
-            model is None
-            and spec.model is not None
-            and (spec.model.provider != "python" or spec.model.target is not None)
-        ):
-            with import_roots(spec.base_dir, spec.workspace_path()):
-                model = build_client(
-                    spec.model,
-                    sleep=sleep_until_stopped(sleep_for_clock(clock), signals),
-                    monotonic=clock.monotonic,
-                    on_retry=lambda err, wait: self.trace.event(
-                        "model_retry", error=str(err), status=err.status, wait_s=round(wait, 3)
-                    ),
-                    time_left=lambda: self.seconds_left(),
-                    call_guard=signals.interruptible,
-                )
-        if model is not None and spec.model is not None:
-            self.gateway = ModelGateway(
-                model,
-                self.ledger,
-                self.spend_journal,
-                self.trace,
-                self.seconds_used,
-                self.fractions,
-            )
-        with import_roots(spec.base_dir, spec.workspace_path()):
-            if executor is None and spec.executor is not None:
-                executor = load_executor(spec.executor.target)
-            if executor is None and self.gateway is not None:
-                executor = AgentExecutor(spec.agent, Toolbox.from_spec(spec.tools))
-        self.executor: TaskExecutor | None = executor
-        self.effects = SqliteEffectStore(spec.effects_path(run_dir.path))
-        self.sandbox = sandbox or SandboxPolicy(spec.sandbox.mode, None)
+        self.ledger = parts.ledger
+        self.spend_journal = parts.spend
+        self.trace = parts.trace
+        self.gateway = parts.gateway
+        self.executor = parts.executor
+        self.effects = parts.effects
+        self.worktree = parts.worktree
+        self.sandbox = parts.sandbox
         self.sandbox.record = self._count_command
+        self.planner: Planner | None = None
+        if self.gateway is not None:
+            self.planner = Planner(
+                spec, state, goal, expected_goal_sha, self.gateway, self.trace, self.seconds_used
+            )
         self._protection: Protection | None = None
         self.fatal: Stop | None = None
         self.prepared = False
@@ -226,24 +134,38 @@ class Night(HarnessCalls):
         self.budgets_at_stop: dict[str, BudgetReading] = {}
         self.last_command: CommandRun | None = None
 
+    def refuse(self, stop: Stop) -> None:
+        """End at once with ``stop``, touching nothing of the run (its checkpoint cannot be
+        trusted): no lap, no checkpoint, and no closing model call, whose ledger would start
+        from zero and could spend the wrap-up reserve again on every refused resume."""
+        self.persist = False
+        self.prepared = True
+        self.gateway = None
+        self.planner = None
+        self.fatal = stop
+
     # -- facts -----------------------------------------------------------------------------
 
     def seconds_used(self) -> float:
-        return self._seconds_base + (self.clock.monotonic() - self._t0)
+        return self.timer.seconds_used()
 
     def seconds_left(self) -> float:
         """Seconds until the wall-clock enforcement line."""
-        line = self.budgets()[SECONDS].enforced_at
-        return float("inf") if line is None else line - self.seconds_used()
+        return self.timer.seconds_left()
 
     def budgets(self) -> dict[str, BudgetReading]:
         b, f, led = self.spec.budget, self.fractions, self.ledger
-        return {
+        budgets = {
             MONEY: reading(MONEY, led.spent_usd, b.usd, f, led.refused_at.get(MONEY)),
             TOKENS: reading(TOKENS, led.tokens_used, b.tokens, f, led.refused_at.get(TOKENS)),
             STEPS: reading(STEPS, self.state.steps_used, b.steps, f),
             SECONDS: reading(SECONDS, self.seconds_used(), b.hours * 3600.0, f),
         }
+        cap = self.gateway.cap if self.gateway is not None else None
+        if cap is not None:
+            refused = led.refused_at.get(FLEET_MONEY)
+            budgets[FLEET_MONEY] = reading(FLEET_MONEY, cap.spent_usd(), cap.limit_usd, f, refused)
+        return budgets
 
     def facts(self) -> StopFacts:
         s = self.state
@@ -319,8 +241,7 @@ class Night(HarnessCalls):
         """Pop, mark IN_PROGRESS, execute, judge (protected paths, then verify on a clean
         checkout of the candidate, retrying), land or park, checkpoint, drift, predicate."""
         s = self.state
-        s.laps += 1
-        task, s.queue = pop_highest(s.queue)
+        task = s.start_lap()
         try:
             outcome = self.work_on(task)
         except NoTimeLeft as exc:
@@ -358,11 +279,7 @@ class Night(HarnessCalls):
         retries = task.retries if task.retries is not None else self.spec.run.retries
         earlier = ""
         while True:
-            attempt = s.next_attempt(task.id)
-            s.in_progress = InFlight(task=task, attempt=attempt)
-            s.steps_used += 1
-            if task.brief is not None:
-                s.agent_worked = True  # from here, auto mode sandboxes every command
+            attempt = s.start_task(task)
             self.checkpoint()  # IN_PROGRESS is on disk before anything happens
             self.trace.event("task", event="started", task=task.id, attempt=attempt)
             status = self.execute(task, attempt, earlier)
@@ -497,7 +414,7 @@ class Night(HarnessCalls):
         command: str | list[str] = task.verify
         if task.model_written:
             try:  # a model's text runs as plain words, never through a shell
-                command = check_command(task.verify, self.verify_prefixes())
+                command = check_command(task.verify, verify_prefixes(self.spec.tools.commands))
             except ToolError as exc:
                 self.trace.event("tool_call", tool="verify", task=task.id, refused=str(exc))
                 why = f"refused: {exc}"
@@ -522,6 +439,7 @@ class Night(HarnessCalls):
             exit_code=result.exit_code,
             timed_out=result.timed_out,
             cut_at_time_limit=ran.cut_at_time_limit,
+            seconds=round(result.seconds, 3),
             sandboxed=confine is not None,
         )
         if ran.cut_at_time_limit:
@@ -543,10 +461,7 @@ class Night(HarnessCalls):
         )
 
     def _count_command(self, sandboxed: bool) -> None:
-        if sandboxed:
-            self.state.sandboxed_commands += 1
-        else:
-            self.state.unsandboxed_commands += 1
+        self.state.count_command(sandboxed=sandboxed)
 
     def run(
         self,
@@ -597,7 +512,7 @@ class Night(HarnessCalls):
     @property
     def protection(self) -> Protection:
         if self._protection is None:
-            files, dirs = ws.tree_paths(self.run_dir.worktree, self.state.base_commit)
+            files, dirs = self.worktree.tree_paths(self.state.base_commit)
             commands = [self.spec.predicate.command, *(t.verify for t in self.spec.tasks)]
             modules = set(sys.stdlib_module_names) | set(packages_distributions())
             self._protection = build_protection(
@@ -613,17 +528,16 @@ class Night(HarnessCalls):
             f"{task.id}: {title}\n\nVerified by: {task.verify}\n"
             f"Run: {self.state.run_id} {task_marker(task.id)}\n"
         )
-        return ws.stage_candidate(self.run_dir.worktree, message)
+        return self.worktree.candidate(message)
 
     def judged_changes(self, task: Task, candidate: str | None) -> list[str]:
         """What an agent task's candidate changes of what judges the work. The user's own
         command tasks may change anything."""
         if candidate is None or task.brief is None:
             return []
-        head = ws.head(self.run_dir.worktree)
         changes = [
             ChangedPath(c.status, c.path, c.nested_repository)
-            for c in ws.changes_between(self.run_dir.worktree, head, candidate)
+            for c in self.worktree.changes(candidate)
         ]
         return self.protection.violations(changes)
 
@@ -638,15 +552,12 @@ class Night(HarnessCalls):
         )
 
     def checkout(self, commit: str | None) -> Path:
-        sha = commit or ws.head(self.run_dir.worktree)
-        return ws.clean_checkout(self.run_dir.worktree, self.run_dir.checkout, sha)
+        return self.worktree.clean_checkout(commit)
 
     def land(self, candidate: str | None) -> str | None:
         """Put a verified candidate on the branch; a task that changed nothing lands no
         commit."""
-        if candidate is None:
-            return None
-        return ws.land(self.run_dir.worktree, candidate)
+        return self.worktree.land(candidate)
 
     def note_command_group(self, pgid: int) -> None:
         """Remember the running command's process group: if this process is killed outright,
@@ -681,13 +592,14 @@ class Night(HarnessCalls):
                 p.command, p.timeout_s, "predicate.log", clip=True, cwd=where, confine=confine
             )
         except NoTimeLeft:
-            self.state.goal_met = False
-            self.state.last_predicate = PredicateRecord(
-                met=False,
-                exit_code=None,
-                seconds=0.0,
-                detail="not run: no time was left before the time limit",
-                ran=False,
+            self.state.record_predicate(
+                PredicateRecord(
+                    met=False,
+                    exit_code=None,
+                    seconds=0.0,
+                    detail="not run: no time was left before the time limit",
+                    ran=False,
+                )
             )
             self.trace.event("tool_call", tool="predicate", met=False, ran=False)
             return
@@ -700,13 +612,14 @@ class Night(HarnessCalls):
             )
         elif result.timed_out:
             detail = f"not met (timed out after {ran.timeout_s:g} s)\n{detail}"
-        self.state.goal_met = met
-        self.state.last_predicate = PredicateRecord(
-            met=met,
-            exit_code=result.exit_code,
-            seconds=round(result.seconds, 3),
-            detail=detail.strip() if result.timed_out else detail,
-            timed_out=result.timed_out,
+        self.state.record_predicate(
+            PredicateRecord(
+                met=met,
+                exit_code=result.exit_code,
+                seconds=round(result.seconds, 3),
+                detail=detail.strip() if result.timed_out else detail,
+                timed_out=result.timed_out,
+            )
         )
         self.trace.event(
             "tool_call",
@@ -715,13 +628,14 @@ class Night(HarnessCalls):
             met=met,
             timed_out=result.timed_out,
             cut_at_time_limit=ran.cut_at_time_limit,
+            seconds=round(result.seconds, 3),
             sandboxed=confine is not None,
         )
 
     def discard(self, task: Task, attempt: int) -> str | None:
         patch = self.run_dir.artifacts / self.log_name(f"{task.id}.{attempt}", ".patch")
         private_dir(self.run_dir.artifacts)
-        return str(patch) if ws.discard_changes(self.run_dir.worktree, patch) else None
+        return str(patch) if self.worktree.discard(patch) else None
 
     def steps_exhausted(self) -> bool:
         return self.budgets()[STEPS].exhausted
@@ -742,7 +656,7 @@ class Night(HarnessCalls):
         """Resume: the task in flight is verified, never executed again."""
         flight = self.state.in_progress
         assert flight is not None
-        ws.clear_stale_locks(self.run_dir.worktree)
+        self.worktree.clear_stale_locks()
         candidate = self.candidate(flight.task)
         forged = self.judged_changes(flight.task, candidate)
         if forged:
@@ -771,7 +685,7 @@ class Night(HarnessCalls):
             commit = self.land(candidate)
             if commit is None:  # landed by the process that died, or nothing to land
                 base = self.state.base_commit
-                commit = ws.find_commit(self.run_dir.worktree, base, task_marker(flight.task.id))
+                commit = self.worktree.find_commit(base, task_marker(flight.task.id))
         else:
             patch = self.discard(flight.task, flight.attempt)
         self.state.route_resumed(outcome, detail, commit, patch, verdict.cannot_run)
@@ -780,15 +694,84 @@ class Night(HarnessCalls):
         )
         self.checkpoint()
 
+    # -- the harness's own model calls ------------------------------------------------------
+
+    def plan(self) -> None:
+        assert self.planner is not None
+        self.planner.plan()
+
+    def drift_check(self) -> None:
+        assert self.planner is not None
+        self.planner.drift_check()
+        self.checkpoint()
+
+    def should_replan(self) -> bool:
+        return self.planner is not None and self.planner.should_replan(self.executor is not None)
+
+    def replan(self) -> None:
+        assert self.planner is not None
+        self.planner.replan()
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def closing_facts(self) -> ClosingFacts:
+        """Everything the terminal result is built from, read once, after the closing call."""
+        try:
+            head: str | None = self.worktree.head()
+            diff_stat = self.worktree.diff_stat(self.state.base_commit)
+        except Exception:
+            head, diff_stat = None, ""
+        return ClosingFacts(
+            spec=self.spec,
+            state=self.state,
+            goal=self.goal,
+            budgets_at_stop=self.budgets_at_stop or self.budgets(),
+            budgets_end=self.budgets(),
+            spent_nanos=self.ledger.spent_nanos,
+            tokens_used=self.ledger.tokens_used,
+            spend_path=self.run_dir.spend,
+            head=head,
+            diff_stat=diff_stat,
+            worktree=self.run_dir.worktree,
+            trace_ref=self.run_dir.trace,
+            started_at=self.started_at,
+            ended_at=self.clock.now_iso(),
+            trace_lines_dropped=self.trace.dropped,
+            effects=[r.as_dict() for r in self.effects.for_run(self.state.run_id)]
+            + self.state.refused_effects,
+        )
+
+    def finish(self, stop: Stop) -> TerminalResult:
+        """The closing summary (from the wrap-up reserve), result.json, the alert, and the
+        final checkpoint recording the stop."""
+        partial, wrapup = closing_summary(
+            self.gateway, self.ledger, self.spec, self.state, self.goal, stop
+        )
+        result = finish_result(self.closing_facts(), stop, partial, wrapup)
+        result = write_result(self.run_dir, result, self.spec.alerts, self.trace)
+        if self.persist:
+            self.worktree.drop_checkout()
+            self.state.close(stop.reason)
+            try:
+                self.checkpoint()
+            except Exception as exc:  # the result is already on disk; say so in the trace
+                self.trace.event("decision", decision="final_checkpoint_failed", error=repr(exc))
+        return result
+
     # -- persistence -----------------------------------------------------------------------
 
     def checkpoint(self) -> None:
         if not self.persist:
             return
-        self.state.seconds_used = self.seconds_used()
-        self.state.spent_usd = self.ledger.spent_usd
-        self.state.tokens_used = self.ledger.tokens_used
-        save_checkpoint(self.run_dir.checkpoint, self.state.model_dump(mode="json"))
+        self.state.note_totals(self.seconds_used(), self.ledger.spent_usd, self.ledger.tokens_used)
+        if self.state.stopped_reason is None:
+            self.checkpoints.save(self.state)
+        else:  # the run is closing: the snapshot alone then holds the whole state
+            self.checkpoints.compact(self.state)
+
+    @cached_property
+    def checkpoints(self) -> RunStateStore:
+        return RunStateStore(self.run_dir.checkpoint)
 
     def close(self) -> None:
         self.trace.close()

@@ -1,10 +1,13 @@
-"""The harness's own model calls (plan, replan, drift), kept apart from the lap.
+"""The harness's own model calls: the plan that seeds the queue, the replan that extends it,
+and the drift check that compares the queue with the goal no tool can reach.
 
-``HarnessCalls`` is mixed into ``Night``: the attributes declared below are Night's.
+A ``Planner`` is given the gateway (every call reserved, priced and traced), the run's state
+and its goal; it changes the state only through the state's transitions.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from overnight.config.spec import Spec
@@ -13,7 +16,7 @@ from overnight.core.errors import InvalidModelOutput
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.core.tasks import ParkedTask, Task
-from overnight.models.gateway import ModelGateway
+from overnight.models.gateway import EventSink, ModelGateway
 from overnight.models.structured import ask_structured
 from overnight.night.prompts import (
     DRIFT_TOOL,
@@ -27,53 +30,62 @@ from overnight.night.prompts import (
     planned_to_task,
     replan_request,
 )
-from overnight.seams import TaskExecutor, ToolError
-from overnight.store.trace import Trace
-from overnight.tools.builtin import check_command, parse_command
+from overnight.seams import ToolError
+from overnight.tools.shell import check_command, parse_command
 
 
-class HarnessCalls:
-    spec: Spec
-    state: RunState
-    goal: Goal
-    expected_goal_sha: str
-    gateway: ModelGateway | None
-    executor: TaskExecutor | None
-    trace: Trace
+def verify_prefixes(commands: list[str]) -> list[list[str]]:
+    """What a model-written verify may start with: the ``run_command`` prefixes."""
+    return [parse_command(c) for c in commands]
 
-    def seconds_used(self) -> float:
-        raise NotImplementedError
 
-    def checkpoint(self) -> None:
-        raise NotImplementedError
+def check_verifies(tasks: list[PlannedTask], prefixes: list[list[str]]) -> None:
+    """A planned task's verify passes the checks ``run_command`` makes, or the answer is
+    invalid (asked for again once with the reason, then parked)."""
+    for t in tasks:
+        try:
+            check_command(t.verify, prefixes)
+        except ToolError as exc:
+            raise InvalidModelOutput(f"task {t.id!r}: its verify is refused: {exc}") from exc
 
-    def verify_prefixes(self) -> list[list[str]]:
-        """What a model-written verify may start with: the ``run_command`` prefixes."""
-        return [parse_command(c) for c in self.spec.tools.commands]
+
+class Planner:
+    """Plan, replan and drift check for one night."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        state: RunState,
+        goal: Goal,
+        expected_goal_sha: str,
+        gateway: ModelGateway,
+        trace: EventSink,
+        seconds_used: Callable[[], float],
+    ) -> None:
+        if spec.model is None:
+            raise ValueError("a planner needs the spec's [model]")
+        self.spec = spec
+        self.state = state
+        self.goal = goal
+        self.expected_goal_sha = expected_goal_sha
+        self.gateway = gateway
+        self.trace = trace
+        self.seconds_used = seconds_used
+        self.model = spec.model.name
+        self.max_tokens = spec.model.max_tokens
+        self.prefixes = verify_prefixes(spec.tools.commands)
 
     def check_verifies(self, tasks: list[PlannedTask]) -> None:
-        """A planned task's verify passes the checks ``run_command`` makes, or the answer is
-        invalid (asked for again once with the reason, then parked)."""
-        prefixes = self.verify_prefixes()
-        for t in tasks:
-            try:
-                check_command(t.verify, prefixes)
-            except ToolError as exc:
-                raise InvalidModelOutput(f"task {t.id!r}: its verify is refused: {exc}") from exc
-
-    def _model(self) -> tuple[ModelGateway, str, int]:
-        assert self.gateway is not None and self.spec.model is not None
-        return self.gateway, self.spec.model.name, self.spec.model.max_tokens
+        check_verifies(tasks, self.prefixes)
 
     def plan(self) -> None:
         """Seed the queue. An invalid plan is asked for again once, then parked with the
         reason (the run then ends QUEUE_EMPTY_GOAL_UNMET, with the reason in the report)."""
-        gateway, name, max_tokens = self._model()
         self.state.planned = True
         try:
             answer = ask_structured(
-                gateway.call,
-                plan_request(name, max_tokens, self.goal.text, self.spec.tools.commands),
+                self.gateway.call,
+                plan_request(self.model, self.max_tokens, self.goal.text, self.spec.tools.commands),
                 PlanAnswer,
                 PLAN_TOOL.name,
                 check=lambda a: self.check_verifies(a.tasks),
@@ -98,18 +110,11 @@ class HarnessCalls:
         )
         self.trace.event("decision", decision=f"{what}_parked", detail=why)
 
-    def should_replan(self) -> bool:
+    def should_replan(self, has_executor: bool) -> bool:
         s = self.state
-        return (
-            self.spec.run.replan
-            and self.gateway is not None
-            and self.executor is not None
-            and bool(s.queue)
-            and not s.goal_met
-        )
+        return self.spec.run.replan and has_executor and bool(s.queue) and not s.goal_met
 
     def replan(self) -> None:
-        gateway, name, max_tokens = self._model()
         s = self.state
         facts: dict[str, Any] = {
             "done": [c.task.id for c in s.completed],
@@ -117,10 +122,12 @@ class HarnessCalls:
             "queue": [{"id": t.id, "title": t.title} for t in s.queue],
             "goal_check": (s.last_predicate.detail[-800:] if s.last_predicate else ""),
         }
-        request = replan_request(name, max_tokens, self.goal.text, facts, self.spec.tools.commands)
+        request = replan_request(
+            self.model, self.max_tokens, self.goal.text, facts, self.spec.tools.commands
+        )
         try:
             answer = ask_structured(
-                gateway.call,
+                self.gateway.call,
                 request,
                 ReplanAnswer,
                 REPLAN_TOOL.name,
@@ -135,11 +142,10 @@ class HarnessCalls:
 
     def drift_check(self) -> None:
         self.goal.assert_intact(self.expected_goal_sha)
-        gateway, name, max_tokens = self._model()
-        request = drift_request(name, max_tokens, self.goal.text, self.state.queue)
+        request = drift_request(self.model, self.max_tokens, self.goal.text, self.state.queue)
         # Asked again once if invalid; a second invalid verdict ends the run (a safety check
         # that cannot be read is not skipped).
-        verdict = ask_structured(gateway.call, request, DriftVerdict, DRIFT_TOOL.name)
+        verdict = ask_structured(self.gateway.call, request, DriftVerdict, DRIFT_TOOL.name)
         decision = drift_gate(self.state.queue, verdict)
         self.state.apply_drift(verdict, decision, self.seconds_used())
         self.trace.event(
@@ -149,4 +155,3 @@ class HarnessCalls:
             action=decision.action,
             pruned=[t.id for t in decision.pruned],
         )
-        self.checkpoint()

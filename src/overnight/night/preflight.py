@@ -1,5 +1,6 @@
 """The checks a night passes before anything is written: the repository, the spec's own
-consistency, the sandbox (probed), the model's settings, credentials and targets.
+consistency, the sandbox (probed), the model's settings, credentials and targets, and the
+tools of its MCP servers (started and listed).
 
 Each failure is a ``ConfigError`` naming the field and the fix (``overnight run`` exits 64).
 """
@@ -17,6 +18,7 @@ from overnight.night.worktree import check_repository, git_common_dir
 from overnight.sandbox.policy import check_paths, make_sandbox
 from overnight.seams import ModelClient, TaskExecutor
 from overnight.store.rundir import overnight_home
+from overnight.tools.mcp import check_servers
 
 
 def check_spec(
@@ -87,6 +89,16 @@ def check_spec(
                 sdk_client(spec.model)  # refuses missing credentials the SDK can see up front
         if spec.executor is not None:
             load_executor(spec.executor.target)
+    if spec.tools.mcp:
+        check_mcp(spec)
+
+
+def check_mcp(spec: Spec) -> None:
+    """Every ``[[tools.mcp]]`` server started (in the sandbox, as the night starts it) or
+    reached, and its tools listed: what ``allow`` names is offered, and every tool the server
+    does not mark read-only has a task key."""
+    sandbox = make_sandbox(spec.sandbox, Path(spec.base_dir), sealed_places(spec), required=False)
+    check_servers(spec.tools, base_dir=Path(spec.base_dir), confine=lambda: sandbox)
 
 
 def sealed_places(spec: Spec, run_dir: Path | None = None) -> list[Path]:

@@ -15,7 +15,7 @@ from overnight.core.drift import DriftVerdict
 from overnight.core.tasks import Task
 from overnight.core.text import control_characters
 from overnight.models.structured import answer_tool
-from overnight.models.types import ModelRequest
+from overnight.models.types import ModelRequest, Purpose, ToolSpec
 
 
 class PlannedTask(BaseModel):
@@ -106,24 +106,31 @@ def _task_line(t: Task) -> dict[str, Any]:
     return {"id": t.id, "title": t.title, "work": body, "verify": t.verify}
 
 
-def drift_request(model: str, max_tokens: int, goal_text: str, queue: list[Task]) -> ModelRequest:
-    queue_json = json.dumps([_task_line(t) for t in queue], indent=1)
+def _one_turn(
+    model: str,
+    max_tokens: int,
+    purpose: Purpose,
+    system: str,
+    content: str,
+    answer: ToolSpec | None = None,
+) -> ModelRequest:
+    """A request of one user turn; with ``answer``, the model must call that tool to hand in
+    its (structured) answer."""
     return ModelRequest(
         model=model,
-        purpose="drift",
-        system=DRIFT_SYSTEM,
-        messages=[
-            {
-                "role": "user",
-                "content": (
-                    f"<original_goal>{goal_text}</original_goal>\n<queue>{queue_json}</queue>"
-                ),
-            }
-        ],
-        tools=[DRIFT_TOOL],
-        tool_choice=DRIFT_TOOL.name,
+        purpose=purpose,
+        system=system,
+        messages=[{"role": "user", "content": content}],
+        tools=[] if answer is None else [answer],
+        tool_choice=None if answer is None else answer.name,
         max_tokens=max_tokens,
     )
+
+
+def drift_request(model: str, max_tokens: int, goal_text: str, queue: list[Task]) -> ModelRequest:
+    queue_json = json.dumps([_task_line(t) for t in queue], indent=1)
+    content = f"<original_goal>{goal_text}</original_goal>\n<queue>{queue_json}</queue>"
+    return _one_turn(model, max_tokens, "drift", DRIFT_SYSTEM, content, DRIFT_TOOL)
 
 
 def verify_rules(commands: list[str]) -> str:
@@ -134,15 +141,8 @@ def verify_rules(commands: list[str]) -> str:
 def plan_request(
     model: str, max_tokens: int, goal_text: str, commands: list[str] | None = None
 ) -> ModelRequest:
-    return ModelRequest(
-        model=model,
-        purpose="plan",
-        system=f"{PLAN_SYSTEM} {verify_rules(commands or [])}",
-        messages=[{"role": "user", "content": f"<goal>{goal_text}</goal>"}],
-        tools=[PLAN_TOOL],
-        tool_choice=PLAN_TOOL.name,
-        max_tokens=max_tokens,
-    )
+    system = f"{PLAN_SYSTEM} {verify_rules(commands or [])}"
+    return _one_turn(model, max_tokens, "plan", system, f"<goal>{goal_text}</goal>", PLAN_TOOL)
 
 
 def replan_request(
@@ -152,33 +152,14 @@ def replan_request(
     facts: dict[str, Any],
     commands: list[str] | None = None,
 ) -> ModelRequest:
-    return ModelRequest(
-        model=model,
-        purpose="replan",
-        system=f"{REPLAN_SYSTEM} {verify_rules(commands or [])}",
-        messages=[
-            {
-                "role": "user",
-                "content": (
-                    f"<goal>{goal_text}</goal>\n<state>{json.dumps(facts, indent=1)}</state>"
-                ),
-            }
-        ],
-        tools=[REPLAN_TOOL],
-        tool_choice=REPLAN_TOOL.name,
-        max_tokens=max_tokens,
-    )
+    system = f"{REPLAN_SYSTEM} {verify_rules(commands or [])}"
+    content = f"<goal>{goal_text}</goal>\n<state>{json.dumps(facts, indent=1)}</state>"
+    return _one_turn(model, max_tokens, "replan", system, content, REPLAN_TOOL)
 
 
 def summary_request(model: str, max_tokens: int, facts: dict[str, Any]) -> ModelRequest:
-    return ModelRequest(
-        model=model,
-        purpose="summarize",
-        system=SUMMARY_SYSTEM,
-        messages=[{"role": "user", "content": json.dumps(facts, indent=1)}],
-        tools=[],
-        max_tokens=max_tokens,
-    )
+    content = json.dumps(facts, indent=1)
+    return _one_turn(model, max_tokens, "summarize", SUMMARY_SYSTEM, content)
 
 
 def planned_to_task(p: PlannedTask, origin: str, retries: int) -> Task:

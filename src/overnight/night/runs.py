@@ -5,15 +5,14 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from overnight.audit.prices import price_record
 from overnight.clock import SystemClock
 from overnight.config.spec import Spec
 from overnight.core.budget import loosened
@@ -22,16 +21,17 @@ from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.night import worktree as ws
-from overnight.night.finish import finish
-from overnight.night.night import Night, Signals
+from overnight.night.compose import NightParts, Shared, compose
+from overnight.night.night import Night
 from overnight.night.preflight import check_sandbox, sealed_places
+from overnight.night.signals import Signals
 from overnight.report.result import TerminalResult
 from overnight.sandbox.policy import SandboxPolicy, make_sandbox
 from overnight.seams import Clock, ModelClient, TaskExecutor
 from overnight.store.atomic import private_dir
-from overnight.store.checkpoint import load_checkpoint, save_checkpoint
 from overnight.store.index import register
 from overnight.store.journal import read_journal
+from overnight.store.run_state import RunStateStore, load_run_state
 from overnight.store.rundir import (
     DISK_RESERVE_BYTES,
     RunDir,
@@ -40,6 +40,10 @@ from overnight.store.rundir import (
     read_json,
     write_json_atomic,
 )
+from overnight.telemetry.setup import check_telemetry, listening, open_spans
+
+if TYPE_CHECKING:
+    from overnight.telemetry.spans import NightSpans
 
 
 def default_runs_root() -> Path:
@@ -48,21 +52,6 @@ def default_runs_root() -> Path:
 
 def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-@contextmanager
-def drained_on_signals(signals: Signals) -> Iterator[None]:
-    """SIGTERM and SIGINT set a flag: no new task starts, the run ends TIME_LIMIT:<signal>."""
-
-    def handler(signum: int, _frame: object) -> None:
-        signals.request(signal.Signals(signum).name.lower())
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
 
 
 def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str) -> RunDir:
@@ -74,17 +63,19 @@ def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str
             "choose a new directory, or continue that run with `overnight resume`",
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.parent / f".{path.name}.creating-{os.getpid()}"
+    # Unique even for a second try in the same process (a fleet worker's retried activity).
+    staging = path.parent / f".{path.name}.creating-{os.getpid()}-{secrets.token_hex(4)}"
     staging.mkdir(mode=0o700)
     os.chmod(staging, 0o700)
     try:
-        manifest = {
+        manifest: dict[str, Any] = {
             "kind": "overnight-run",
             "run_id": run_id,
             "goal_sha256": goal.sha256,
             "branch": branch,
             "workspace": str(spec.workspace_path()),
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "prices": price_record(spec),  # what its spend is re-priced at by `audit`
         }
         write_json_atomic(staging / "spec.json", spec.model_dump(mode="json"))
         write_json_atomic(staging / "run.json", manifest)
@@ -111,12 +102,28 @@ def _fresh_state(spec: Spec, run_dir: RunDir, run_id: str, goal: Goal, branch: s
     )
 
 
-def _drive(night: Night) -> TerminalResult:
+def _drive(night: Night, spans: NightSpans | None = None) -> TerminalResult:
+    result: TerminalResult | None = None
     try:
         stop = night.drive()
-        return finish(night, stop)
+        result = night.finish(stop)
+        return result
     finally:
         night.close()
+        if spans is not None:  # after the result is written: the export can change nothing
+            spans.close(result)
+
+
+def _night_spans(spec: Spec, night: Night, parts: NightParts) -> NightSpans | None:
+    s = night.state
+    return open_spans(
+        spec,
+        run_id=s.run_id,
+        branch=s.branch,
+        resumes=s.resumes,
+        goal=s.goal_text,
+        tap=parts.content,
+    )
 
 
 def start_run(
@@ -129,6 +136,7 @@ def start_run(
     listener: Callable[[dict[str, Any]], None] | None = None,
     model: ModelClient | None = None,
     executor: TaskExecutor | None = None,
+    shared: Shared | None = None,
 ) -> tuple[RunDir, TerminalResult]:
     """Start a night; the spec must already have passed ``check_spec``. ``model`` and
     ``executor``, when given, replace the spec's targets (tests and embedders hand in theirs)."""
@@ -139,6 +147,7 @@ def start_run(
     branch = f"overnight/{run_id}"
     target = Path(run_dir or default_runs_root() / run_id).absolute()
     policy = sandbox_policy(spec, target)  # refused here, before anything is written
+    check_telemetry(spec)  # likewise
     rd = _create_run_dir(target, spec, run_id, goal, branch)
     if on_created is not None:
         on_created(rd)
@@ -147,22 +156,22 @@ def start_run(
     try:
         rd.write_disk_reserve()
         state = _fresh_state(spec, rd, run_id, goal, branch)
-        night = Night(
+        parts = compose(
             spec,
             rd,
             state,
-            goal,
-            goal.sha256,
             clock,
             signals,
-            clock.now_iso(),
-            model,
-            executor,
+            model=model,
+            executor=executor,
             sandbox=policy,
+            shared=shared,
         )
-        night.trace.listener = listener
+        night = Night(spec, rd, state, goal, goal.sha256, signals, parts)
+        spans = _night_spans(spec, night, parts)
+        night.trace.listener = listening(listener, spans)
         night.checkpoint()
-        return rd, _drive(night)
+        return rd, _drive(night, spans)
     finally:
         lock.release()
 
@@ -179,6 +188,7 @@ def resume_run(
     listener: Callable[[dict[str, Any]], None] | None = None,
     model: ModelClient | None = None,
     executor: TaskExecutor | None = None,
+    shared: Shared | None = None,
 ) -> tuple[RunDir, TerminalResult]:
     """Continue a run after a crash, a kill or a stop, optionally with raised budgets."""
     clock = clock or SystemClock()
@@ -188,6 +198,7 @@ def resume_run(
         raise ConfigError("RUN_DIR", f"{path} is not an overnight run directory", "pass a RUN_DIR")
     on_disk = _load_run_spec(rd, {})
     policy = sandbox_policy(on_disk, rd.path.absolute())
+    check_telemetry(on_disk)
     lock = RunLock(rd)
     lock.acquire()
     try:
@@ -202,7 +213,17 @@ def resume_run(
                 _check_run_state(state, run_id, on_disk)
         except CheckpointCorrupt as exc:
             return rd, _refuse(
-                on_disk, rd, run_id, goal, branch, clock, signals, exc.cause, str(exc), model
+                on_disk,
+                rd,
+                run_id,
+                goal,
+                branch,
+                clock,
+                signals,
+                exc.cause,
+                str(exc),
+                model,
+                shared,
             )
         if state is None:
             state = _fresh_state(spec, rd, run_id, goal, branch)
@@ -210,33 +231,35 @@ def resume_run(
         if raises:
             # The checkpoint first: a crash between the two writes leaves spec.json the
             # stricter of the two, which the next resume accepts.
-            save_checkpoint(rd.checkpoint, state.model_dump(mode="json"))
+            RunStateStore(rd.checkpoint).compact(state)
             write_json_atomic(rd.spec, spec.model_dump(mode="json"))
         if state.stopped_reason is not None:
             _reopen(rd, state)
         state.resumes += 1
-        night = Night(
+        parts = compose(
             spec,
             rd,
             state,
-            Goal(state.goal_text),
-            str(manifest["goal_sha256"]),
             clock,
             signals,
-            clock.now_iso(),
-            model,
-            executor,
+            model=model,
+            executor=executor,
             sandbox=policy,
+            shared=shared,
+        )
+        night = Night(
+            spec, rd, state, Goal(state.goal_text), str(manifest["goal_sha256"]), signals, parts
         )
         try:
             night.goal.assert_intact(goal.sha256)
         except GoalMutated as exc:
             night.fatal = Stop(Ending.UNRECOVERABLE_ERROR, exc.cause, str(exc))
-        night.trace.listener = listener
+        spans = _night_spans(spec, night, parts)
+        night.trace.listener = listening(listener, spans)
         if not rd.disk_reserve.exists() or rd.disk_reserve.stat().st_size != DISK_RESERVE_BYTES:
             rd.write_disk_reserve()  # missing, or cut short by a kill while it was written
         night.trace.event("decision", decision="resumed", raises=raises or {})
-        return rd, _drive(night)
+        return rd, _drive(night, spans)
     finally:
         lock.release()
 
@@ -289,13 +312,7 @@ def _check_run_state(state: RunState, run_id: str, on_disk: Spec) -> None:
 
 
 def _load_state(rd: RunDir) -> RunState | None:
-    body = load_checkpoint(rd.checkpoint)
-    if body is None:
-        return None
-    try:
-        return RunState.model_validate(body)
-    except ValidationError as exc:
-        raise CheckpointCorrupt(f"checkpoint body does not fit the run state: {exc}") from exc
+    return load_run_state(rd.checkpoint)
 
 
 def _reopen(rd: RunDir, state: RunState) -> None:
@@ -331,28 +348,16 @@ def _refuse(
     cause: str,
     detail: str,
     model: ModelClient | None,
+    shared: Shared | None = None,
 ) -> TerminalResult:
     """A checkpoint that cannot be trusted: end UNRECOVERABLE_ERROR, touch nothing else."""
     placeholder = RunState(
         run_id=run_id, goal_text=goal.text, goal_sha=goal.sha256, branch=branch, base_commit=""
     )
-    night = Night(
-        spec,
-        rd,
-        placeholder,
-        goal,
-        goal.sha256,
-        clock,
-        signals,
-        clock.now_iso(),
-        model,
-        spend_readable=False,
+    parts = compose(
+        spec, rd, placeholder, clock, signals, model=model, spend_readable=False, shared=shared
     )
+    night = Night(spec, rd, placeholder, goal, goal.sha256, signals, parts)
     _archive_result(rd)  # keep what an earlier process concluded
-    night.persist = False
-    night.prepared = True
-    # No closing model call: its ledger starts at zero (what was spent may be unreadable), so
-    # each refused resume could spend the wrap-up reserve again, past the cap.
-    night.gateway = None
-    night.fatal = Stop(Ending.UNRECOVERABLE_ERROR, cause, detail)
+    night.refuse(Stop(Ending.UNRECOVERABLE_ERROR, cause, detail))
     return _drive(night)

@@ -569,3 +569,52 @@ def _git(cwd: Path, *args: str) -> str:
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
+
+
+class Worktree:
+    """The run's worktree and its clean checkout, as the lap uses them: a task's changes
+    staged as a candidate commit (not on the branch yet), judged on a clean checkout of
+    exactly that commit, then landed or discarded."""
+
+    def __init__(self, path: Path, checkout: Path) -> None:
+        self.path = path
+        self.checkout_path = checkout
+
+    def head(self) -> str:
+        return head(self.path)
+
+    def candidate(self, message: str) -> str | None:
+        """The changes as a commit on top of the branch, or None when nothing would be
+        committed."""
+        return stage_candidate(self.path, message)
+
+    def changes(self, candidate: str) -> list[Change]:
+        """What ``candidate`` changes against the branch."""
+        return changes_between(self.path, self.head(), candidate)
+
+    def clean_checkout(self, commit: str | None) -> Path:
+        """A clean detached checkout of ``commit`` (None: the branch as it stands)."""
+        return clean_checkout(self.path, self.checkout_path, commit or self.head())
+
+    def land(self, candidate: str | None) -> str | None:
+        """Put a verified candidate on the branch; nothing to land lands no commit."""
+        return None if candidate is None else land(self.path, candidate)
+
+    def discard(self, patch: Path) -> bool:
+        """Throw the uncommitted changes away, kept as ``patch``; False when there were none."""
+        return discard_changes(self.path, patch)
+
+    def find_commit(self, base: str, marker: str) -> str | None:
+        return find_commit(self.path, base, marker)
+
+    def clear_stale_locks(self) -> list[Path]:
+        return clear_stale_locks(self.path)
+
+    def tree_paths(self, commit: str) -> tuple[set[str], set[str]]:
+        return tree_paths(self.path, commit)
+
+    def diff_stat(self, base: str) -> str:
+        return diff_stat(self.path, base)
+
+    def drop_checkout(self) -> None:
+        drop_checkout(self.path, self.checkout_path)

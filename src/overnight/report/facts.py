@@ -1,5 +1,6 @@
-"""What a report shows beyond ``result.json``, and the facts both renderings derive from it.
+"""The facts a report shows, derived once from ``result.json`` and what lies beside it.
 
+``report_facts`` builds the view model (``overnight.report.view``) both renderings lay out.
 Two things live outside the terminal result: the lessons the run learned (in its checkpoint)
 and where the budget bands sit (in its spec). Both are read leniently: a report of a run whose
 checkpoint or spec cannot be read is still a report, without them.
@@ -10,10 +11,36 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 
 from overnight.core.budget import BudgetFractions
-from overnight.report.result import TerminalResult, VerifiedTask
-from overnight.store.checkpoint import load_checkpoint
+from overnight.core.drift import DRIFT_PRUNE_ABOVE
+from overnight.core.endings import DRIFT_HALT_ABOVE
+from overnight.report.result import BudgetBlock, TerminalResult, VerifiedTask
+from overnight.report.view import (
+    BudgetMark,
+    BudgetRow,
+    CurvePoint,
+    DriftFacts,
+    DriftRow,
+    EffectRow,
+    GoalFacts,
+    Headline,
+    MarkKind,
+    MoneyLineFacts,
+    Pair,
+    ParkedRow,
+    PredicateFacts,
+    PrunedRow,
+    ReportFacts,
+    RunRecord,
+    SpendFacts,
+    SummaryFacts,
+    TaskFacts,
+    VerifiedRow,
+    WorkFacts,
+)
+from overnight.store.run_state import load_run_state
 
 
 @dataclass(frozen=True)
@@ -26,13 +53,10 @@ class ReportExtras:
 
 def read_lessons(run_dir: Path) -> list[str]:
     try:
-        body = load_checkpoint(run_dir / "checkpoint.json")
+        state = load_run_state(run_dir / "checkpoint.json")
     except Exception:  # a corrupt or unreadable checkpoint: the report goes on without lessons
         return []
-    lessons = body.get("lessons") if body else None
-    if not isinstance(lessons, list):
-        return []
-    return [item for item in lessons if isinstance(item, str)]
+    return list(state.lessons) if state else []
 
 
 def read_fractions(run_dir: Path) -> BudgetFractions:
@@ -98,7 +122,7 @@ def fmt_seconds(value: float) -> str:
 
 def fmt_amount(name: str, value: float) -> str:
     """A budget amount in its own unit: dollars, tokens, steps or wall-clock time."""
-    if name == "cost_usd":
+    if name in ("cost_usd", "fleet_money"):
         return fmt_usd(value)
     if name == "seconds":
         return fmt_seconds(value)
@@ -141,3 +165,245 @@ def command_note(v: VerifiedTask) -> str:
     if v.command_exit_code not in (None, 0):
         return f"its command exited {v.command_exit_code}"
     return ""
+
+
+def fmt_share(fraction: float) -> str:
+    return f"{100 * fraction:.0f}%"
+
+
+def as_text(value: Any) -> str:
+    """A value from the run as text: a string as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def last_line(text: str) -> str:
+    """The last line of a command's output, cut at 200 characters; empty when it printed none."""
+    lines = text.strip().splitlines()
+    return lines[-1][:200] if lines else ""
+
+
+# -- the view model ----------------------------------------------------------------------------
+
+
+def report_facts(r: TerminalResult, extras: ReportExtras | None = None) -> ReportFacts:
+    """Every fact of the report; ``extras`` adds the lessons and places the notice band."""
+    extras = extras or ReportExtras()
+    return ReportFacts(
+        headline=_headline(r),
+        goal=_goal(r),
+        summary=SummaryFacts(
+            source=r.wrapup.source,
+            written_by="written by the model"
+            if r.wrapup.source == "model"
+            else "rendered from state",
+            text=r.partial_output,
+            error=r.wrapup.error or None,
+        ),
+        budgets=[
+            _budget("cost_usd", "money", r.budgets.cost_usd, extras.fractions),
+            _budget("tokens", "tokens", r.budgets.tokens, extras.fractions),
+            _budget("steps", "steps", r.budgets.steps, extras.fractions),
+            _budget("seconds", "seconds", r.budgets.seconds, extras.fractions),
+            *(
+                [_budget("fleet_money", "fleet money", r.budgets.fleet_money, extras.fractions)]
+                if r.budgets.fleet_money is not None
+                else []
+            ),
+        ],
+        spend=_spend(r, extras.fractions),
+        tasks=_tasks(r),
+        effects=[_effect(fx) for fx in r.effects],
+        drift=DriftFacts(
+            rule=f"Above {DRIFT_PRUNE_ABOVE:g} the off-goal tasks are pruned; above "
+            f"{DRIFT_HALT_ABOVE:g} the run halts (DRIFT_DETECTED).",
+            prune_above=DRIFT_PRUNE_ABOVE,
+            halt_above=DRIFT_HALT_ABOVE,
+            checks=[
+                DriftRow(
+                    after_tasks=d.at_task_count,
+                    at=fmt_seconds(d.seconds),
+                    score=f"{d.score:.2f}",
+                    action=d.action,
+                    off_goal=", ".join(d.off_goal_task_ids),
+                    value=d.score,
+                )
+                for d in r.drift
+            ],
+        ),
+        lessons=list(extras.lessons),
+        work=_work(r),
+        record=RunRecord(
+            trace_ref=r.trace_ref,
+            started_at=r.started_at,
+            ended_at=r.ended_at,
+            resumes=r.resumes,
+            trace_gap=(
+                f"{r.trace_lines_dropped} trace line(s) could not be written; the trace is "
+                "incomplete."
+                if r.trace_lines_dropped
+                else None
+            ),
+            schema=f"{r.kind} v{r.schema_version}",
+        ),
+    )
+
+
+def _headline(r: TerminalResult) -> Headline:
+    return Headline(
+        run_id=r.run_id,
+        ending=r.ending,
+        stop_reason=r.stop_reason,
+        status=r.status,
+        exit_code=r.exit_code,
+        resumable=r.resumable,
+        why=sentence(r.message),
+        alert=r.alert,
+        alerts_sent=[[Pair(str(k), as_text(v)) for k, v in sent.items()] for sent in r.alerts],
+        banner=sandbox_banner(r),
+    )
+
+
+def _goal(r: TerminalResult) -> GoalFacts:
+    p = r.predicate
+    predicate = (
+        None
+        if p is None
+        else PredicateFacts(
+            command=p.command,
+            state="passed" if p.met else f"not passed (exit {p.exit_code})",
+            output=p.detail if p.detail.strip() else "",
+        )
+    )
+    return GoalFacts(text=r.goal.text, sha256=r.goal.sha256[:16], predicate=predicate)
+
+
+def _budget(key: str, name: str, b: BudgetBlock, fractions: BudgetFractions) -> BudgetRow:
+    limit = b.limit
+    gauge = limit if limit is not None and limit > 0 else None  # shares are taken of it
+
+    def mark(kind: MarkKind, value: float | None) -> BudgetMark | None:
+        if value is None:
+            return None
+        share = None if gauge is None else fmt_share(value / gauge)
+        return BudgetMark(kind, fmt_amount(key, value), share, float(value))
+
+    notice = gauge * fractions.notice_at if key == "cost_usd" and gauge is not None else None
+    marks = (
+        mark("notice", notice),
+        mark("stop", b.stop_at),
+        mark("enforced", b.enforced_at),
+        mark("refused", b.refused_at),
+    )
+    state: Literal["ok", "near", "over"] = "ok"
+    if (b.stop_at is not None and b.used >= b.stop_at) or b.refused_at is not None:
+        state = "over"
+    elif notice is not None and b.used >= notice:
+        state = "near"
+    return BudgetRow(
+        key=key,
+        name=name,
+        used=fmt_amount(key, b.used),
+        limit=None if limit is None else fmt_amount(key, limit),
+        share=None if gauge is None else fmt_share(b.used / gauge),
+        no_model=key == "cost_usd" and limit is not None and gauge is None,
+        state=state,
+        used_value=float(b.used),
+        limit_value=None if limit is None else float(limit),
+        marks=[m for m in marks if m is not None],
+    )
+
+
+def _spend(r: TerminalResult, fractions: BudgetFractions) -> SpendFacts:
+    s = r.spend
+    cpv = s.cost_per_verified_task
+    return SpendFacts(
+        total=fmt_usd(s.total_usd),
+        model_calls=s.model_calls,
+        wrapup=fmt_usd(r.wrapup.cost_usd),
+        per_verified_task="n/a (nothing verified)" if cpv is None else fmt_usd(cpv),
+        by_purpose=[
+            Pair(k, fmt_usd(v)) for k, v in sorted(s.by_purpose.items(), key=lambda kv: -kv[1])
+        ],
+        lines=[
+            MoneyLineFacts(
+                name=line.name,
+                amount=fmt_usd(line.usd),
+                share=fmt_share(line.fraction),
+                reached="not reached"
+                if line.reached_at is None
+                else f"reached at {fmt_seconds(line.reached_at)}",
+                fraction=line.fraction,
+                usd=line.usd,
+            )
+            for line in money_lines(r, fractions)
+        ],
+        curve=[
+            CurvePoint(fmt_seconds(p.seconds), fmt_usd(p.cost_usd), p.seconds, p.cost_usd)
+            for p in s.curve
+        ],
+        limit=r.budgets.cost_usd.limit,
+    )
+
+
+def _tasks(r: TerminalResult) -> TaskFacts:
+    parked = []
+    for p in r.plan.parked:
+        said = last_line(p.detail)
+        parked.append(
+            ParkedRow(
+                id=p.id,
+                title=p.title,
+                reason=p.reason,
+                verifier_said=said,
+                verifier_output=p.detail if said else "",
+                patch=p.patch or None,
+                protected_changes=list(p.protected_changes),
+            )
+        )
+    return TaskFacts(
+        verified=[
+            VerifiedRow(
+                id=v.id,
+                title=v.title,
+                commit=v.commit or "",
+                short_commit=(v.commit or "-")[:12],
+                attempts=v.attempts,
+                via=v.via,
+                note=command_note(v),
+            )
+            for v in r.verified
+        ],
+        parked=parked,
+        pruned=[
+            PrunedRow(p.id, p.title, f"{p.drift_score:.2f}", p.at_task_count) for p in r.plan.pruned
+        ],
+        in_flight=r.plan.in_progress or None,
+        not_started=list(r.plan.remaining),
+    )
+
+
+def _effect(fx: dict[str, Any]) -> EffectRow:
+    answer, error = fx.get("detail"), fx.get("error")
+    return EffectRow(
+        state=str(fx.get("state")),
+        tool=str(fx.get("tool")),
+        task=str(fx.get("task")),
+        key=str(fx.get("key")),
+        args=as_text(fx.get("args")),
+        answer=None if answer is None else as_text(answer),
+        error=str(error) if error else None,
+    )
+
+
+def _work(r: TerminalResult) -> WorkFacts:
+    b = r.branch
+    return WorkFacts(
+        branch=b.name,
+        base_commit=b.base_commit[:12],
+        head=b.head[:12] if b.head else None,
+        worktree=b.worktree,
+        diff_stat=b.diff_stat.rstrip() if b.diff_stat.strip() else "",
+        sandbox=sandbox_line(r),
+    )

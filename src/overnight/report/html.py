@@ -3,35 +3,32 @@
 Everything is inline: the CSS, the plots (SVG), nothing fetched and no script at all; a
 Content-Security-Policy says so to the browser too. Every string from the run goes through
 ``html.escape``: task titles, model text, effect arguments and verifier output are untrusted.
+The page lays out the report's facts (``overnight.report.view``); it derives none of its own.
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterable
-from html import escape
-from typing import Any
 
-from overnight.core.budget import BudgetFractions
-from overnight.core.drift import DRIFT_PRUNE_ABOVE
-from overnight.core.endings import DRIFT_HALT_ABOVE
-from overnight.report.facts import (
-    MoneyLine,
-    ReportExtras,
-    command_note,
-    fmt_amount,
-    fmt_seconds,
-    fmt_usd,
-    money_lines,
-    sandbox_banner,
-    sandbox_line,
-    sentence,
+from overnight.report.charts import drift_chart, gauge_bar, mark_text, spend_chart
+from overnight.report.charts import esc as e
+from overnight.report.facts import ReportExtras, fmt_share, report_facts
+from overnight.report.result import TerminalResult
+from overnight.report.view import (
+    BudgetRow,
+    DriftFacts,
+    EffectRow,
+    GoalFacts,
+    Headline,
+    Pair,
+    ReportFacts,
+    RunRecord,
+    SpendFacts,
+    SummaryFacts,
+    TaskFacts,
+    WorkFacts,
 )
-from overnight.report.result import BudgetBlock, DriftPoint, SpendPoint, TerminalResult
 
-#: Above this many calls the spend curve is drawn without a dot per call.
-MAX_DOTS = 400
 #: A second, zoomed spend chart is drawn when the spend stayed under this share of the limit.
 ZOOM_BELOW = 0.25
 
@@ -130,105 +127,82 @@ details summary { cursor: pointer; color: var(--muted); }
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'"
 
 
-def e(value: object) -> str:
-    """Escape anything for HTML text and attribute values."""
-    return escape(str(value), quote=True)
-
-
-def _n(value: float) -> str:
-    """An SVG coordinate."""
-    return f"{value:.1f}"
-
-
-def _pct(fraction: float) -> str:
-    return f"{100 * fraction:.0f}%"
-
-
 # -- the parts of the page -----------------------------------------------------------------
 
 
-def _verdict(r: TerminalResult) -> str:
-    resumable = "yes" if r.resumable else "no"
+def _verdict(f: ReportFacts) -> str:
+    h, tasks = f.headline, f.tasks
     facts = [
-        ("stop reason", f"<code>{e(r.stop_reason)}</code>"),
-        ("class", e(r.status)),
-        ("exit code", e(r.exit_code)),
-        ("resumable", resumable),
-        ("alert", e(r.alert)),
+        ("stop reason", f"<code>{e(h.stop_reason)}</code>"),
+        ("class", e(h.status)),
+        ("exit code", e(h.exit_code)),
+        ("resumable", "yes" if h.resumable else "no"),
+        ("alert", e(h.alert)),
     ]
     dl = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
-    plan = r.plan
-    flight = plan.in_progress
+    flight = tasks.in_flight
     in_flight = f"<code>{e(flight)}</code> in flight" if flight else "none in flight"
     glance = (
-        f"{len(r.verified)} verified · {len(plan.parked)} parked · {len(plan.pruned)} pruned · "
-        f"{len(plan.remaining)} not started · {in_flight} · {e(fmt_usd(r.spend.total_usd))} "
-        f"spent in {r.spend.model_calls} model call(s)"
+        f"{len(tasks.verified)} verified · {len(tasks.parked)} parked · "
+        f"{len(tasks.pruned)} pruned · {len(tasks.not_started)} not started · {in_flight} · "
+        f"{e(f.spend.total)} spent in {f.spend.model_calls} model call(s)"
     )
     sent = ""
-    if r.alerts:
-        items = "".join(f"<li>{_pairs(a)}</li>" for a in r.alerts)
+    if h.alerts_sent:
+        items = "".join(f"<li>{_pairs(a)}</li>" for a in h.alerts_sent)
         sent = f"<h3>Alerts</h3><ul>{items}</ul>"
-    banner = sandbox_banner(r)
     warning = (
-        f'<p class="unsandboxed" role="alert"><strong>{e(banner)}</strong></p>' if banner else ""
+        f'<p class="unsandboxed" role="alert"><strong>{e(h.banner)}</strong></p>'
+        if h.banner
+        else ""
     )
     return (
-        f'<header class="verdict outcome-{e(r.status)}" id="verdict">{warning}'
-        f'<p class="kicker">overnight run <code>{e(r.run_id)}</code> · '
-        f"started {e(r.started_at)} · ended {e(r.ended_at)}</p>"
-        f'<h1><span class="ending">{e(r.ending)}</span> <span class="badge">{e(r.status)}'
+        f'<header class="verdict outcome-{e(h.status)}" id="verdict">{warning}'
+        f'<p class="kicker">overnight run <code>{e(h.run_id)}</code> · '
+        f"started {e(f.record.started_at)} · ended {e(f.record.ended_at)}</p>"
+        f'<h1><span class="ending">{e(h.ending)}</span> <span class="badge">{e(h.status)}'
         f"</span></h1>"
-        f'<p class="why">{e(sentence(r.message))}</p>'
+        f'<p class="why">{e(h.why)}</p>'
         f'<dl class="facts">{dl}</dl>'
         f'<p class="glance">{glance}</p>{sent}</header>'
     )
 
 
-def _pairs(mapping: dict[str, Any]) -> str:
-    return " · ".join(f"{e(k)}: <code>{e(_text(v))}</code>" for k, v in mapping.items())
+def _pairs(pairs: list[Pair]) -> str:
+    return " · ".join(f"{e(p.name)}: <code>{e(p.value)}</code>" for p in pairs)
 
 
-def _text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
-
-
-def _goal(r: TerminalResult) -> str:
+def _goal(g: GoalFacts) -> str:
     out = [
         '<section id="goal"><h2>Goal</h2>',
-        f"<p>{e(r.goal.text)}</p>",
-        f'<p class="muted">sha256 <code>{e(r.goal.sha256[:16])}</code></p>',
+        f"<p>{e(g.text)}</p>",
+        f'<p class="muted">sha256 <code>{e(g.sha256)}</code></p>',
     ]
-    if r.predicate is not None:
-        p = r.predicate
-        state = "passed" if p.met else f"not passed (exit {e(p.exit_code)})"
-        out.append(f"<p>Goal predicate <code>{e(p.command)}</code>: <strong>{state}</strong>.</p>")
-        if p.detail.strip():
+    p = g.predicate
+    if p is not None:
+        out.append(
+            f"<p>Goal predicate <code>{e(p.command)}</code>: <strong>{e(p.state)}</strong>.</p>"
+        )
+        if p.output:
             out.append(
-                f"<details><summary>predicate output</summary><pre>{e(p.detail)}</pre></details>"
+                f"<details><summary>predicate output</summary><pre>{e(p.output)}</pre></details>"
             )
     out.append("</section>")
     return "".join(out)
 
 
-_BUDGET_NAMES = (
-    ("cost_usd", "money"),
-    ("tokens", "tokens"),
-    ("steps", "steps"),
-    ("seconds", "seconds (wall clock)"),
-)
+#: How the page names each budget.
+BUDGET_LABELS = {
+    "cost_usd": "money",
+    "tokens": "tokens",
+    "steps": "steps",
+    "seconds": "seconds (wall clock)",
+    "fleet_money": "fleet money (daily cap)",
+}
 
 
-def _budgets(r: TerminalResult, fractions: BudgetFractions) -> str:
-    view = {
-        "cost_usd": r.budgets.cost_usd,
-        "tokens": r.budgets.tokens,
-        "steps": r.budgets.steps,
-        "seconds": r.budgets.seconds,
-    }
-    gauges = "".join(_gauge(key, label, view[key], fractions) for key, label in _BUDGET_NAMES)
+def _budgets(f: ReportFacts) -> str:
+    gauges = "".join(_gauge(row) for row in f.budgets)
     legend = _legend(
         "Marks:",
         ("notice", "notice (money: the agent is told to hurry)"),
@@ -238,14 +212,9 @@ def _budgets(r: TerminalResult, fractions: BudgetFractions) -> str:
     )
     wrap = (
         f'<p class="muted">Used at the stop decision; the closing summary cost '
-        f"{e(fmt_usd(r.wrapup.cost_usd))} from the reserve on top.</p>"
+        f"{e(f.spend.wrapup)} from the reserve on top.</p>"
     )
     return f'<section id="budgets"><h2>Budgets</h2>{gauges}{legend}{wrap}</section>'
-
-
-# One style per meaning, shared by the gauges, the spend chart and their legends: a money
-# line's chart band and its gauge mark are the same amount, so they are drawn the same way.
-LINE_MEANING = {"notice": "notice", "finish": "stop", "limit": "limit"}
 
 
 def _legend(title: str, *entries: tuple[str, str]) -> str:
@@ -255,225 +224,74 @@ def _legend(title: str, *entries: tuple[str, str]) -> str:
     return f'<p class="legend">{e(title)} {swatches}</p>'
 
 
-def _gauge(name: str, label: str, b: BudgetBlock, fractions: BudgetFractions) -> str:
-    used = fmt_amount(name, b.used)
+def _gauge(row: BudgetRow) -> str:
+    label = BUDGET_LABELS[row.key]
     head = f'<div class="gauge-head"><span class="gname">{e(label)}</span>'
-    if b.limit is None or b.limit <= 0:
-        if b.limit is None:
+    if row.share is None:
+        if row.limit is None:
             unset = "no limit set"
-        elif name == "cost_usd":
+        elif row.no_model:
             unset = "no money limit (no model in this night)"
         else:
-            unset = f"limit {fmt_amount(name, b.limit)}"
+            unset = f"limit {row.limit}"
         return (
-            f'<div class="gauge" data-budget="{e(name)}">{head}'
-            f"<span>{e(used)} used; {e(unset)}</span></div></div>"
+            f'<div class="gauge" data-budget="{e(row.key)}">{head}'
+            f"<span>{e(row.used)} used; {e(unset)}</span></div></div>"
         )
-    limit = b.limit
-    share = b.used / limit
-    notice = limit * fractions.notice_at if name == "cost_usd" else None
-    if (b.stop_at is not None and b.used >= b.stop_at) or b.refused_at is not None:
-        state = "over"
-    elif notice is not None and b.used >= notice:
-        state = "near"
-    else:
-        state = "ok"
-    width = 600.0
-
-    def x(value: float) -> float:
-        return max(0.0, min(value / limit, 1.0)) * width
-
-    marks: list[str] = []
-    lines: list[str] = []
-
-    def mark(value: float | None, cls: str, what: str) -> None:
-        if value is None:
-            return
-        text = f"{what} {fmt_amount(name, value)} ({_pct(value / limit)})"
-        lines.append(text)
-        xv = _n(min(max(x(value), 1.5), width - 1.5))
-        marks.append(
-            f'<line class="mark mark-{cls} line-{cls}" x1="{xv}" x2="{xv}" y1="1" y2="29" '
-            f'vector-effect="non-scaling-stroke"><title>{e(text)}</title></line>'
-        )
-
-    mark(notice, "notice", "notice from")
-    mark(b.stop_at, "stop", "stop at")
-    mark(b.enforced_at, "enforced", "enforced at")
-    mark(b.refused_at, "refused", "a refused call would have reached")
-    svg = (
-        f'<svg class="gauge-bar" viewBox="0 0 {width:.0f} 30" preserveAspectRatio="none" '
-        f'role="img" aria-label="{e(label)}: {e(used)} of {e(fmt_amount(name, limit))}">'
-        f'<rect class="track" x="0" y="7" width="{width:.0f}" height="16" rx="3" '
-        f'vector-effect="non-scaling-stroke"/>'
-        f'<rect class="fill-{state}" x="0" y="7" width="{_n(x(b.used))}" height="16" rx="3"/>'
-        f"{''.join(marks)}</svg>"
-    )
+    marks = " · ".join(mark_text(m) for m in row.marks)
     return (
-        f'<div class="gauge" data-budget="{e(name)}">{head}'
-        f"<span>{e(used)} of {e(fmt_amount(name, limit))} ({_pct(share)})</span></div>"
-        f'{svg}<div class="legend">{e(" · ".join(lines))}</div></div>'
+        f'<div class="gauge" data-budget="{e(row.key)}">{head}'
+        f"<span>{e(row.used)} of {e(row.limit)} ({row.share})</span></div>"
+        f'{gauge_bar(row, label)}<div class="legend">{e(marks)}</div></div>'
     )
 
 
-def _spend(r: TerminalResult, fractions: BudgetFractions) -> str:
-    lines = money_lines(r, fractions)
-    cpv = r.spend.cost_per_verified_task
-    per_task = "n/a (nothing verified)" if cpv is None else fmt_usd(cpv)
+def _spend(s: SpendFacts) -> str:
     purposes = "".join(
-        f'<tr><td>{e(k)}</td><td class="num">{e(fmt_usd(v))}</td></tr>'
-        for k, v in sorted(r.spend.by_purpose.items(), key=lambda kv: -kv[1])
+        f'<tr><td>{e(p.name)}</td><td class="num">{e(p.value)}</td></tr>' for p in s.by_purpose
     )
     reached = "".join(
-        f"<li>{_pct(line.fraction)} ({e(line.name)}, {e(fmt_usd(line.usd))}): "
-        + (
-            "not reached"
-            if line.reached_at is None
-            else f"reached at {e(fmt_seconds(line.reached_at))}"
-        )
-        + "</li>"
-        for line in lines
+        f"<li>{line.share} ({e(line.name)}, {e(line.amount)}): {e(line.reached)}</li>"
+        for line in s.lines
     )
     facts = (
         '<div class="two"><div>'
-        f'<dl class="facts"><div><dt>spent in all</dt><dd>{e(fmt_usd(r.spend.total_usd))}</dd>'
-        f"</div><div><dt>model calls</dt><dd>{r.spend.model_calls}</dd></div>"
-        f"<div><dt>cost per verified task</dt><dd>{e(per_task)}</dd></div>"
-        f"<div><dt>wrap-up</dt><dd>{e(fmt_usd(r.wrapup.cost_usd))}</dd></div></dl>"
+        f'<dl class="facts"><div><dt>spent in all</dt><dd>{e(s.total)}</dd>'
+        f"</div><div><dt>model calls</dt><dd>{s.model_calls}</dd></div>"
+        f"<div><dt>cost per verified task</dt><dd>{e(s.per_verified_task)}</dd></div>"
+        f"<div><dt>wrap-up</dt><dd>{e(s.wrapup)}</dd></div></dl>"
         + (f"<h3>Money lines</h3><ul>{reached}</ul>" if reached else "")
         + "</div><div><h3>By purpose</h3>"
         + (f"<table>{purposes}</table>" if purposes else '<p class="muted">no spend</p>')
         + "</div></div>"
     )
-    curve, limit = r.spend.curve, r.budgets.cost_usd.limit
-    if r.spend.model_calls == 0 and not curve:
+    if s.model_calls == 0 and not s.curve:
         note = '<p class="muted">Nothing to plot: no model call was made in this night.</p>'
         return f'<section id="spend"><h2>Spend over time</h2>{note}{facts}</section>'
-    charts = _spend_chart(curve, lines, limit)
-    if lines:
+    charts = spend_chart(s.curve, s.lines, s.limit)
+    if s.lines:
         charts += _legend(
             "Lines:",
             ("notice", "notice (the agent is told to hurry)"),
             ("stop", "stop (no new task starts)"),
             ("limit", "the money limit"),
         )
-    peak = max((p.cost_usd for p in curve), default=0.0)
-    if limit and 0 < peak < ZOOM_BELOW * limit:
+    peak = max((p.cost_usd for p in s.curve), default=0.0)
+    if s.limit and 0 < peak < ZOOM_BELOW * s.limit:
         charts += (
-            f'<h3>Zoomed in</h3><p class="legend">The spend stayed under {_pct(ZOOM_BELOW)} of '
-            "the limit; this chart ends at the highest spend, below every money line.</p>"
-            + _spend_chart(curve, [], None, zoom=True)
+            f'<h3>Zoomed in</h3><p class="legend">The spend stayed under {fmt_share(ZOOM_BELOW)} '
+            "of the limit; this chart ends at the highest spend, below every money line.</p>"
+            + spend_chart(s.curve, [], None, zoom=True)
         )
     return f'<section id="spend"><h2>Spend over time</h2>{charts}{facts}</section>'
 
 
-def _ticks(lo: float, hi: float, count: int) -> list[float]:
-    return [lo + (hi - lo) * i / (count - 1) for i in range(count)]
-
-
-def _nice_ceiling(value: float) -> float:
-    """The smallest of 1, 2, 2.5, 5 or 10 times a power of ten that is at least ``value``."""
-    if value <= 0:
-        return 1.0
-    power = 10.0 ** math.floor(math.log10(value))
-    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
-        if step * power >= value * (1 - 1e-9):
-            return step * power
-    return 10.0 * power
-
-
-def _time_tick(seconds: float, span: float) -> str:
-    """Axis labels in one format: seconds for a short run, h:mm:ss from a minute on."""
-    if span < 60:
-        return f"{seconds:.1f}s"
-    whole = round(seconds)
-    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
-
-
-def _spend_chart(
-    curve: list[SpendPoint], lines: list[MoneyLine], limit: float | None, *, zoom: bool = False
-) -> str:
-    """Cumulative spend against time, one point per model call. ``zoom``: the y axis ends at
-    the highest spend (the money lines are then off the chart and not drawn)."""
-    w, h = 760.0, 300.0
-    left, right, top, bottom = 72.0, w - 130.0, 16.0, h - 44.0
-    xmax = max((p.seconds for p in curve), default=0.0)
-    xmax = xmax if xmax > 0 else 1.0
-    top_cost = max((p.cost_usd for p in curve), default=0.0)
-    ymax = max(top_cost, limit or 0.0) * 1.05 if limit else _nice_ceiling(top_cost)
-
-    def sx(t: float) -> float:
-        return left + (t / xmax) * (right - left)
-
-    def sy(c: float) -> float:
-        return bottom - (c / ymax) * (bottom - top)
-
-    suffix = "-zoom" if zoom else ""
-    what = "zoomed to the highest spend" if zoom else "with the money lines"
-    parts = [
-        f'<svg class="chart spend-chart{suffix}" viewBox="0 0 {w:.0f} {h:.0f}" role="img" '
-        f'aria-label="cumulative spend over time, {what}">'
-        f"<title>Cumulative spend over time, {what}</title>"
-    ]
-    yticks = _ticks(0.0, limit if limit else ymax, 5)
-    for v in yticks:
-        y = _n(sy(v))
-        parts.append(f'<line class="grid" x1="{_n(left)}" x2="{_n(right)}" y1="{y}" y2="{y}"/>')
-        parts.append(
-            f'<text class="tick" x="{_n(left - 6)}" y="{_n(sy(v) + 4)}" '
-            f'text-anchor="end">{e(fmt_usd(v))}</text>'
-        )
-    for v in _ticks(0.0, xmax, 5):
-        x = _n(sx(v))
-        parts.append(
-            f'<line class="axis" x1="{x}" x2="{x}" y1="{_n(bottom)}" y2="{_n(bottom + 4)}"/>'
-        )
-        parts.append(
-            f'<text class="tick" x="{x}" y="{_n(bottom + 17)}" text-anchor="middle">'
-            f"{e(_time_tick(v, xmax))}</text>"
-        )
-    parts.append(
-        f'<line class="axis" x1="{_n(left)}" x2="{_n(right)}" y1="{_n(bottom)}" y2="{_n(bottom)}"/>'
-        f'<line class="axis" x1="{_n(left)}" x2="{_n(left)}" y1="{_n(top)}" y2="{_n(bottom)}"/>'
-        f'<text class="axis-title" x="{_n((left + right) / 2)}" y="{_n(h - 6)}" '
-        f'text-anchor="middle">time since the run started</text>'
-    )
-    for line in lines:
-        y = _n(sy(line.usd))
-        parts.append(
-            f'<line class="band band-{e(line.name)} line-{LINE_MEANING[line.name]}" '
-            f'data-fraction="{line.fraction:g}" '
-            f'x1="{_n(left)}" x2="{_n(right)}" y1="{y}" y2="{y}"/>'
-            f'<text class="band-label" x="{_n(right + 6)}" y="{_n(sy(line.usd) + 4)}">'
-            f"{_pct(line.fraction)} {e(line.name)} {e(fmt_usd(line.usd))}</text>"
-        )
-    if curve:
-        points = " ".join(f"{_n(sx(p.seconds))},{_n(sy(p.cost_usd))}" for p in curve)
-        parts.append(
-            f'<polyline class="spend-curve{suffix}" data-points="{len(curve)}" points="{points}"/>'
-        )
-        if len(curve) <= MAX_DOTS:
-            parts.extend(
-                f'<circle class="spend-dot" cx="{_n(sx(p.seconds))}" cy="{_n(sy(p.cost_usd))}" '
-                f'r="2.6"><title>{e(fmt_seconds(p.seconds))}: {e(fmt_usd(p.cost_usd))}'
-                "</title></circle>"
-                for p in curve
-            )
-    else:
-        parts.append(
-            f'<text class="empty-note" x="{_n((left + right) / 2)}" y="{_n((top + bottom) / 2)}" '
-            'text-anchor="middle">no model call was made</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def _drift(r: TerminalResult) -> str:
+def _drift(d: DriftFacts) -> str:
     rows = "".join(
-        f'<tr><td class="num">{d.at_task_count}</td><td class="num">{e(fmt_seconds(d.seconds))}'
-        f'</td><td class="num">{d.score:.2f}</td><td>{e(d.action)}</td>'
-        f"<td>{e(', '.join(d.off_goal_task_ids)) or '-'}</td></tr>"
-        for d in r.drift
+        f'<tr><td class="num">{c.after_tasks}</td><td class="num">{e(c.at)}'
+        f'</td><td class="num">{c.score}</td><td>{e(c.action)}</td>'
+        f"<td>{e(c.off_goal) or '-'}</td></tr>"
+        for c in d.checks
     )
     table = (
         "<table><tr><th class='num'>after task</th><th class='num'>at</th>"
@@ -483,78 +301,9 @@ def _drift(r: TerminalResult) -> str:
     )
     return (
         '<section id="drift"><h2>Drift</h2>'
-        f'<p class="legend">Above {DRIFT_PRUNE_ABOVE:g} the off-goal tasks are pruned; above '
-        f"{DRIFT_HALT_ABOVE:g} the run halts (DRIFT_DETECTED).</p>"
-        f"{_drift_chart(r.drift)}{table}</section>"
+        f'<p class="legend">{e(d.rule)}</p>'
+        f"{drift_chart(d)}{table}</section>"
     )
-
-
-def _drift_chart(points: list[DriftPoint]) -> str:
-    w, h = 760.0, 230.0
-    left, right, top, bottom = 72.0, w - 130.0, 14.0, h - 40.0
-    xmax = float(max((d.at_task_count for d in points), default=0) + 1)
-
-    def sx(n: float) -> float:
-        return left + (n / xmax) * (right - left)
-
-    def sy(score: float) -> float:
-        return bottom - score * (bottom - top)
-
-    parts = [
-        f'<svg class="chart drift-chart" viewBox="0 0 {w:.0f} {h:.0f}" role="img" '
-        'aria-label="drift score history"><title>Drift score after each check</title>'
-    ]
-    for v in (0.0, 0.25, 0.5, 0.75, 1.0):
-        y = _n(sy(v))
-        parts.append(
-            f'<line class="grid" x1="{_n(left)}" x2="{_n(right)}" y1="{y}" y2="{y}"/>'
-            f'<text class="tick" x="{_n(left - 6)}" y="{_n(sy(v) + 4)}" text-anchor="end">'
-            f"{v:.2f}</text>"
-        )
-    parts.append(
-        f'<line class="axis" x1="{_n(left)}" x2="{_n(right)}" y1="{_n(bottom)}" y2="{_n(bottom)}"/>'
-        f'<line class="axis" x1="{_n(left)}" x2="{_n(left)}" y1="{_n(top)}" y2="{_n(bottom)}"/>'
-        f'<text class="axis-title" x="{_n((left + right) / 2)}" y="{_n(h - 6)}" '
-        'text-anchor="middle">tasks finished when the judge looked</text>'
-    )
-    for value, cls, what in (
-        (DRIFT_PRUNE_ABOVE, "prune", "prune above"),
-        (DRIFT_HALT_ABOVE, "halt", "halt above"),
-    ):
-        y = _n(sy(value))
-        parts.append(
-            f'<line class="threshold threshold-{cls}" data-threshold="{value:g}" '
-            f'x1="{_n(left)}" x2="{_n(right)}" y1="{y}" y2="{y}"/>'
-            f'<text class="band-label" x="{_n(right + 6)}" y="{_n(sy(value) + 4)}">'
-            f"{what} {value:g}</text>"
-        )
-    seen: set[int] = set()
-    for d in points:
-        if d.at_task_count not in seen:
-            seen.add(d.at_task_count)
-            x = _n(sx(d.at_task_count))
-            parts.append(
-                f'<text class="tick" x="{x}" y="{_n(bottom + 17)}" text-anchor="middle">'
-                f"{d.at_task_count}</text>"
-            )
-    if points:
-        coords = " ".join(f"{_n(sx(d.at_task_count))},{_n(sy(d.score))}" for d in points)
-        parts.append(
-            f'<polyline class="drift-curve" data-points="{len(points)}" points="{coords}"/>'
-        )
-        parts.extend(
-            f'<circle class="dot-{e(d.action)}" cx="{_n(sx(d.at_task_count))}" '
-            f'cy="{_n(sy(d.score))}" r="4.5"><title>after {d.at_task_count} task(s): '
-            f"{d.score:.2f} ({e(d.action)})</title></circle>"
-            for d in points
-        )
-    else:
-        parts.append(
-            f'<text class="empty-note" x="{_n((left + right) / 2)}" y="{_n(sy(0.8))}" '
-            'text-anchor="middle">no drift check ran</text>'
-        )
-    parts.append("</svg>")
-    return "".join(parts)
 
 
 def _table(head: Iterable[str], rows: list[str], empty: str) -> str:
@@ -564,28 +313,22 @@ def _table(head: Iterable[str], rows: list[str], empty: str) -> str:
     return f"<table><tr>{cells}</tr>{''.join(rows)}</table>"
 
 
-def _last_line(text: str) -> str:
-    lines = text.strip().splitlines()
-    return lines[-1][:200] if lines else ""
-
-
-def _tasks(r: TerminalResult) -> str:
-    plan = r.plan
+def _tasks(t: TaskFacts) -> str:
     verified = [
         f'<tr data-task="{e(v.id)}"><td><code>{e(v.id)}</code></td><td>{e(v.title)}</td>'
-        f'<td><code title="{e(v.commit or "")}">{e((v.commit or "-")[:12])}</code></td>'
+        f'<td><code title="{e(v.commit)}">{e(v.short_commit)}</code></td>'
         f'<td class="num">{v.attempts}</td><td>{e(v.via)}'
-        + (f"<br><span class='muted'>{e(command_note(v))}</span>" if command_note(v) else "")
+        + (f"<br><span class='muted'>{e(v.note)}</span>" if v.note else "")
         + "</td></tr>"
-        for v in r.verified
+        for v in t.verified
     ]
     parked = []
-    for p in plan.parked:
-        said = _last_line(p.detail)
+    for p in t.parked:
         detail = (
-            f"<br><span class='muted'>verifier said: {e(said)}</span>"
-            f"<details><summary>verifier output</summary><pre>{e(p.detail)}</pre></details>"
-            if said
+            f"<br><span class='muted'>verifier said: {e(p.verifier_said)}</span>"
+            f"<details><summary>verifier output</summary><pre>{e(p.verifier_output)}</pre>"
+            "</details>"
+            if p.verifier_said
             else ""
         )
         if p.protected_changes:
@@ -598,60 +341,56 @@ def _tasks(r: TerminalResult) -> str:
         )
     pruned = [
         f'<tr data-task="{e(p.id)}"><td><code>{e(p.id)}</code></td><td>{e(p.title)}</td>'
-        f'<td class="num">{p.drift_score:.2f}</td><td class="num">{p.at_task_count}</td></tr>'
-        for p in plan.pruned
+        f'<td class="num">{p.score}</td><td class="num">{p.after_tasks}</td></tr>'
+        for p in t.pruned
     ]
     in_flight = (
-        f"<p><code>{e(plan.in_progress)}</code> was in flight when the run stopped; a resume "
+        f"<p><code>{e(t.in_flight)}</code> was in flight when the run stopped; a resume "
         "verifies it first.</p>"
-        if plan.in_progress
+        if t.in_flight
         else '<p class="muted">None: no task was left in flight.</p>'
     )
     remaining = (
         '<ul class="ids">'
-        + "".join(f"<li><code>{e(t)}</code></li>" for t in plan.remaining)
+        + "".join(f"<li><code>{e(task)}</code></li>" for task in t.not_started)
         + "</ul>"
-        if plan.remaining
+        if t.not_started
         else '<p class="muted">None.</p>'
     )
     return (
         '<section id="tasks"><h2>Tasks</h2>'
-        f"<h3>Verified ({len(r.verified)})</h3>"
+        f"<h3>Verified ({len(t.verified)})</h3>"
         + _table(("id", "title", "commit", "attempts", "via"), verified, "No task was verified.")
         + (
             '<p class="legend">via <code>lap</code>: verified right after it ran; via '
             "<code>resume</code>: found in flight by a resumed run and verified there, without "
             "running it again.</p>"
-            if r.verified
+            if t.verified
             else ""
         )
-        + f"<h3>Parked ({len(plan.parked)})</h3>"
+        + f"<h3>Parked ({len(t.parked)})</h3>"
         + _table(("id", "title", "reason", "patch"), parked, "None.")
-        + f"<h3>Pruned for drift ({len(plan.pruned)})</h3>"
+        + f"<h3>Pruned for drift ({len(t.pruned)})</h3>"
         + _table(("id", "title", "drift score", "after task"), pruned, "None.")
         + f"<h3>In flight</h3>{in_flight}"
-        + f"<h3>Not started ({len(plan.remaining)})</h3>{remaining}"
+        + f"<h3>Not started ({len(t.not_started)})</h3>{remaining}"
         + "</section>"
     )
 
 
-def _effects(r: TerminalResult) -> str:
-    rows = []
-    for fx in r.effects:
-        state = str(fx.get("state"))
-        answer = fx.get("detail")
-        error = fx.get("error")
-        rows.append(
-            f'<tr><td class="nowrap state state-{e(state)}">{e(state)}</td>'
-            f"<td class='nowrap'><code>{e(fx.get('tool'))}</code></td>"
-            f"<td class='nowrap'><code>{e(fx.get('task'))}</code></td>"
-            f"<td><code>{e(fx.get('key'))}</code></td><td><code>{e(_text(fx.get('args')))}</code>"
-            f"</td><td>{e(_text(answer)) if answer is not None else '-'}"
-            + (f"<br><span class='state-failed'>{e(error)}</span>" if error else "")
-            + "</td></tr>"
-        )
+def _effects(effects: list[EffectRow]) -> str:
+    rows = [
+        f'<tr><td class="nowrap state state-{e(fx.state)}">{e(fx.state)}</td>'
+        f"<td class='nowrap'><code>{e(fx.tool)}</code></td>"
+        f"<td class='nowrap'><code>{e(fx.task)}</code></td>"
+        f"<td><code>{e(fx.key)}</code></td><td><code>{e(fx.args)}</code>"
+        f"</td><td>{e(fx.answer) if fx.answer is not None else '-'}"
+        + (f"<br><span class='state-failed'>{e(fx.error)}</span>" if fx.error else "")
+        + "</td></tr>"
+        for fx in effects
+    ]
     return (
-        f'<section id="effects"><h2>External effects ({len(r.effects)})</h2>'
+        f'<section id="effects"><h2>External effects ({len(effects)})</h2>'
         + _table(
             ("state", "tool", "task", "key", "arguments", "answer"),
             rows,
@@ -679,74 +418,71 @@ def _lessons(lessons: list[str]) -> str:
     return f'<section id="lessons"><h2>Lessons ({len(lessons)})</h2>{body}</section>'
 
 
-def _work(r: TerminalResult) -> str:
-    b = r.branch
+def _work(w: WorkFacts) -> str:
     stat = (
-        f"<pre class='diffstat'>{e(b.diff_stat.rstrip())}</pre>"
-        if b.diff_stat.strip()
+        f"<pre class='diffstat'>{e(w.diff_stat)}</pre>"
+        if w.diff_stat
         else '<p class="muted">No changes on the branch.</p>'
     )
-    head = f"<code>{e(b.head[:12])}</code>" if b.head else "unknown"
+    head = f"<code>{e(w.head)}</code>" if w.head else "unknown"
     return (
         '<section id="work"><h2>Work</h2>'
-        f"<p>Branch <code>{e(b.name)}</code> from <code>{e(b.base_commit[:12])}</code>, "
-        f"head {head}, worktree <code>{e(b.worktree)}</code>.</p>"
-        f'<p class="sandbox">{e(sandbox_line(r))}</p>'
+        f"<p>Branch <code>{e(w.branch)}</code> from <code>{e(w.base_commit)}</code>, "
+        f"head {head}, worktree <code>{e(w.worktree)}</code>.</p>"
+        f'<p class="sandbox">{e(w.sandbox)}</p>'
         f"<h3>Diff stat</h3>{stat}</section>"
     )
 
 
-def _summary(r: TerminalResult) -> str:
-    source = "written by the model" if r.wrapup.source == "model" else "rendered from state"
+def _summary(s: SummaryFacts) -> str:
     error = (
-        f'<p class="muted">The summary call failed: <code>{e(r.wrapup.error)}</code></p>'
-        if r.wrapup.error
+        f'<p class="muted">The summary call failed: <code>{e(s.error)}</code></p>'
+        if s.error
         else ""
     )
     return (
         f'<section id="summary"><h2>Summary <span class="badge" data-source="'
-        f'{e(r.wrapup.source)}">{source}</span></h2>{error}'
-        f'<pre class="summary">{e(r.partial_output)}</pre></section>'
+        f'{e(s.source)}">{s.written_by}</span></h2>{error}'
+        f'<pre class="summary">{e(s.text)}</pre></section>'
     )
 
 
-def _footer(r: TerminalResult) -> str:
-    dropped = (
-        f" <strong>{r.trace_lines_dropped} trace line(s) could not be written; the trace is "
-        "incomplete.</strong>"
-        if r.trace_lines_dropped
-        else ""
-    )
+def _footer(r: RunRecord) -> str:
+    gap = f" <strong>{e(r.trace_gap)}</strong>" if r.trace_gap else ""
     return (
         f"<footer>Trace: <code>{e(r.trace_ref)}</code>. Started {e(r.started_at)}, ended "
-        f"{e(r.ended_at)}, resumes: {r.resumes}.{dropped} Result schema "
-        f"{e(r.kind)} v{r.schema_version}.</footer>"
+        f"{e(r.ended_at)}, resumes: {r.resumes}.{gap} Result schema {e(r.schema)}.</footer>"
     )
 
 
-def render_html(r: TerminalResult, extras: ReportExtras | None = None) -> str:
-    """The whole page. ``extras`` adds the lessons and places the notice band."""
-    extras = extras or ReportExtras()
+def render_html_facts(f: ReportFacts) -> str:
+    """The whole page of the report's facts."""
     body = "".join(
         (
-            _verdict(r),
-            _goal(r),
-            _budgets(r, extras.fractions),
-            _spend(r, extras.fractions),
-            _drift(r),
-            _tasks(r),
-            _effects(r),
-            _lessons(extras.lessons),
-            _work(r),
-            _summary(r),
-            _footer(r),
+            _verdict(f),
+            _goal(f.goal),
+            _budgets(f),
+            _spend(f.spend),
+            _drift(f.drift),
+            _tasks(f.tasks),
+            _effects(f.effects),
+            _lessons(f.lessons),
+            _work(f.work),
+            _summary(f.summary),
+            _footer(f.record),
         )
     )
+    h: Headline = f.headline
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>overnight {e(r.run_id)}: {e(r.stop_reason)}</title>"
+        f"<title>overnight {e(h.run_id)}: {e(h.stop_reason)}</title>"
         f"<style>{_CSS}</style></head>\n<body>{body}</body></html>\n"
     )
+
+
+def render_html(r: TerminalResult, extras: ReportExtras | None = None) -> str:
+    """The whole page. ``extras`` adds the lessons and places the notice band."""
+    return render_html_facts(report_facts(r, extras))

@@ -12,9 +12,16 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from overnight.core.budget import BudgetReading
 
@@ -57,14 +64,29 @@ class Budgets(_Model):
     tokens: BudgetBlock
     seconds: BudgetBlock
     cost_usd: BudgetBlock
+    fleet_money: BudgetBlock | None = None
+    """The fleet's daily cap this night also reserved against (``[fleet] usd_per_day``): its
+    ``used`` is the fleet's spend that day as the night last read it. Absent when none
+    applied."""
+
+    @model_serializer(mode="wrap")
+    def _without_absent_cap(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # A night with no fleet cap writes the same four blocks as before the fleet existed.
+        data: dict[str, Any] = handler(self)
+        if data.get("fleet_money") is None:
+            data.pop("fleet_money", None)
+        return data
 
     def view(self) -> dict[str, BudgetReading]:
-        return {
+        view = {
             "steps": self.steps.reading(),
             "tokens": self.tokens.reading(),
             "seconds": self.seconds.reading(),
             "cost_usd": self.cost_usd.reading(),
         }
+        if self.fleet_money is not None:
+            view["fleet_money"] = self.fleet_money.reading()
+        return view
 
 
 class ParkedEntry(_Model):
@@ -253,6 +275,11 @@ class TerminalResult(_Model):
     """Every call of the run (all its processes) booked otherwise than at the bill it
     reported within its reservation: at its worst case, above its reservation, or on figures
     that disagree. Empty when every bill was read and fitted its reservation."""
+
+    @property
+    def run_dir(self) -> Path:
+        """The run's directory (where result.json, the trace and the report live)."""
+        return Path(self.trace_ref).parent
 
 
 def result_json_schema() -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""The checkpoint: one JSON file that a resumed run starts from.
+"""The checkpoint snapshot: one JSON file holding a whole run state.
+
+A running night does not rewrite it on every save: ``overnight.store.run_state`` appends what
+changed to a journal beside it and folds the journal into a new snapshot from time to time.
+This module is the snapshot file alone.
 
 Writing. The new checkpoint is written in full to a temporary file in the same directory,
 flushed and fsynced, and only then renamed over the real name. ``os.replace`` within one
@@ -16,6 +20,10 @@ it. It cannot catch a body that was already wrong when it was serialized: a bug 
 an empty queue saves it with a perfectly valid checksum. Checking that the content makes
 sense is the job of whoever reads the body, not of this frame.
 
+Identity. The frame also carries ``seq``, the number of the save the snapshot holds (saves
+are numbered along the run), and ``replaces``, the identity (``seq`` and checksum) of the
+snapshot it took the place of: a journal names the snapshot it continues by that identity.
+
 Every way the file itself can be wrong is reported as ``CheckpointCorrupt`` with a detail
 naming the check that failed; a missing file is not an error (there is nothing to resume).
 """
@@ -24,18 +32,42 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from overnight.core.errors import CheckpointCorrupt
 from overnight.store.atomic import write_atomic
 
-SCHEMA_VERSION: int = 1
+SCHEMA_VERSION: int = 2
+
+#: The versions this overnight reads: version 1 is version 2 without ``seq`` or a journal.
+READABLE_VERSIONS = (1, 2)
 
 #: The ``kind`` field of every checkpoint frame.
 KIND = "overnight-checkpoint"
 
 _FRAME_KEYS = ("kind", "schema_version", "sha256", "body")
+
+
+@dataclass(frozen=True)
+class SnapshotId:
+    """Which snapshot a journal continues: its save number and the checksum of its body."""
+
+    seq: int
+    sha256: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"seq": self.seq, "sha256": self.sha256}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    body: dict[str, Any]
+    id: SnapshotId
+    replaces: SnapshotId | None
+    size: int
+    """Bytes of the file."""
 
 
 def _digest(text: str) -> str:
@@ -44,26 +76,47 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def save_checkpoint(path: Path, body: dict[str, Any]) -> None:
-    """Write ``body`` to ``path`` atomically and durably.
+def save_checkpoint(
+    path: Path, body: dict[str, Any], *, seq: int = 0, replaces: SnapshotId | None = None
+) -> SnapshotId:
+    """Write ``body`` to ``path`` atomically and durably, as save number ``seq``; return its
+    identity.
 
     Raises ``DiskFull`` when the file system has no space left; any other failure propagates
     unchanged. In every case no temporary file is left behind and ``path`` still holds the
     previous checkpoint (or nothing) unless the rename completed.
     """
+    return write_snapshot(path, body, seq=seq, replaces=replaces)[0]
+
+
+def write_snapshot(
+    path: Path, body: dict[str, Any], *, seq: int, replaces: SnapshotId | None
+) -> tuple[SnapshotId, int]:
+    """``save_checkpoint``, returning the bytes written as well."""
     text = json.dumps(body, sort_keys=True, ensure_ascii=False)
+    identity = SnapshotId(seq, _digest(text))
     frame = {
         "kind": KIND,
         "schema_version": SCHEMA_VERSION,
-        "sha256": _digest(text),
+        "sha256": identity.sha256,
+        "seq": seq,
+        "replaces": replaces.as_json() if replaces else None,
         "body": text,
     }
     data = json.dumps(frame, sort_keys=True, ensure_ascii=False).encode("utf-8")
     write_atomic(path, data, "checkpoint")
+    return identity, len(data)
 
 
 def load_checkpoint(path: Path) -> dict[str, Any] | None:
-    """Read and verify the checkpoint at ``path``; ``None`` if there is none.
+    """The body of the snapshot at ``path`` (without its journal: a whole state only when
+    the run was closed normally); ``None`` if there is none. Raises as ``read_snapshot``."""
+    snapshot = read_snapshot(path)
+    return None if snapshot is None else snapshot.body
+
+
+def read_snapshot(path: Path) -> Snapshot | None:
+    """Read and verify the snapshot at ``path``; ``None`` if there is none.
 
     Raises ``CheckpointCorrupt`` when the file is unreadable or not a checkpoint frame, when
     the body fails its checksum, when the frame has another kind or schema version, or when
@@ -90,7 +143,7 @@ def load_checkpoint(path: Path) -> dict[str, Any] | None:
 
     kind, version = frame["kind"], frame["schema_version"]
     # bool is an int subclass and True == 1; a frame saying ``true`` is not version 1.
-    version_ok = type(version) is int and version == SCHEMA_VERSION
+    version_ok = type(version) is int and version in READABLE_VERSIONS
     if kind != KIND:
         raise CheckpointCorrupt(
             f"checkpoint kind {kind!r} is not {KIND!r}: "
@@ -106,6 +159,10 @@ def load_checkpoint(path: Path) -> dict[str, Any] | None:
         raise CheckpointCorrupt("checkpoint unreadable: body and sha256 must be strings")
     if _digest(text) != checksum:
         raise CheckpointCorrupt("checkpoint checksum mismatch")
+    seq = frame.get("seq", 0)
+    replaces = snapshot_id(frame.get("replaces"))
+    if type(seq) is not int or seq < 0 or (frame.get("replaces") is not None and not replaces):
+        raise CheckpointCorrupt("checkpoint unreadable: seq or replaces is not a snapshot number")
 
     try:
         body = json.loads(text)
@@ -115,4 +172,14 @@ def load_checkpoint(path: Path) -> dict[str, Any] | None:
         raise CheckpointCorrupt(
             f"checkpoint body is not a JSON object, found {type(body).__name__}"
         )
-    return body
+    return Snapshot(body, SnapshotId(seq, checksum), replaces, len(raw))
+
+
+def snapshot_id(value: object) -> SnapshotId | None:
+    """The identity written as ``{"seq": N, "sha256": "..."}``; None for anything else."""
+    if not isinstance(value, dict):
+        return None
+    seq, sha = value.get("seq"), value.get("sha256")
+    if type(seq) is not int or not isinstance(sha, str):
+        return None
+    return SnapshotId(seq, sha)

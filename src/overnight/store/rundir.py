@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from overnight.core.errors import ConfigError
+from overnight.core.errors import RunBusy
 from overnight.store.atomic import open_private, write_atomic
 
 #: Freed when a write fails for lack of space, so that result.json can still be written.
@@ -96,7 +96,7 @@ class RunLock:
         except BlockingIOError:
             os.close(fd)
             pid = holder_pid(self.run_dir)
-            raise ConfigError(
+            raise RunBusy(
                 "RUN_DIR",
                 f"{self.run_dir.path} is being driven by another process (pid {pid})",
                 "wait for it to end, or stop it with SIGTERM and resume",

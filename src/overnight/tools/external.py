@@ -19,15 +19,13 @@ import inspect
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field, model_validator
-
+from overnight.config.tools import ExternalToolSpec
 from overnight.core.errors import ConfigError
 from overnight.effects.ledger import EffectRefused, ToolFailure, dispatch_with_ledger
+from overnight.models.seam import resolve_target
 from overnight.seams import ToolContext, ToolError, ToolOutcome
 
 MAX_RESULT_CHARS = 4000
@@ -39,46 +37,13 @@ DEFAULT_TIMEOUT_S = 300.0
 _POLL_S = 0.05
 
 
-class ExternalToolSpec(BaseModel):
-    """One ``[[tools.external]]`` entry."""
+class ExternalFunction(Protocol):
+    """What an external tool's ``target`` names. It is called with the call's arguments
+    (already checked against ``input_schema``) and an idempotency key (the run-step key of a
+    mutating call, None for a read-only one); it returns a JSON-able result, or raises
+    ``overnight.effects.ToolFailure`` when the call fails."""
 
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
-
-    name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    """The tool's name as the model sees it."""
-    target: str
-    """``module:attr`` of ``fn(args, idempotency_key) -> result`` (JSON-able); it raises
-    ``overnight.effects.ToolFailure(message, retryable=...)`` when the call fails."""
-    description: str = ""
-    """What the tool does, for the model (default: the callable's docstring)."""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
-    """JSON Schema of the arguments."""
-    mutating: bool
-    """Changes the world. Mutating calls are written to the effects ledger before they run."""
-    task_key: str | None = None
-    """For a mutating tool: a template over the arguments naming the effect for the task,
-    e.g. ``"{order_id}:refund"``. Two runs can never both perform the same task key."""
-    timeout_s: float | None = Field(default=None, gt=0)
-    """Seconds one call may take (never past the night's own end); default: the toolbox's
-    (``[tools] command_timeout_s``). A mutating call that takes longer is recorded as an effect
-    of unknown outcome and is not called again."""
-
-    @model_validator(mode="after")
-    def _keyed(self) -> ExternalToolSpec:
-        if self.mutating and not self.task_key:
-            raise ValueError(
-                f'the mutating tool {self.name!r} needs a task_key, e.g. "{{order_id}}:refund"'
-            )
-        try:
-            Draft202012Validator.check_schema(self.input_schema)
-        except SchemaError as exc:
-            raise ValueError(
-                f"the input_schema of {self.name!r} is not a valid JSON Schema: {exc.message}"
-            ) from None
-        return self
-
-
-ToolFn = Callable[[dict[str, Any], str | None], Any]
+    def __call__(self, args: dict[str, Any], idempotency_key: str | None, /) -> object: ...
 
 
 def _key_value(value: Any) -> Any:
@@ -91,7 +56,7 @@ def _key_value(value: Any) -> Any:
 
 class ExternalTool:
     def __init__(
-        self, spec: ExternalToolSpec, fn: ToolFn, default_timeout_s: float | None = None
+        self, spec: ExternalToolSpec, fn: ExternalFunction, default_timeout_s: float | None = None
     ) -> None:
         self.spec = spec
         self.fn = fn
@@ -218,8 +183,6 @@ class ExternalTool:
 def load_external(spec: ExternalToolSpec, default_timeout_s: float | None = None) -> ExternalTool:
     """The tool ``spec`` names; ``default_timeout_s`` bounds its calls unless it sets its own
     ``timeout_s`` (``DEFAULT_TIMEOUT_S`` when neither does)."""
-    from overnight.models.seam import resolve_target
-
     fn = resolve_target(spec.target, f"tools.external.{spec.name}.target")
     if not callable(fn):
         raise ConfigError(f"tools.external.{spec.name}.target", f"{spec.target} is not callable")

@@ -1,6 +1,7 @@
-"""The toolbox: which tools an agent gets (``ToolsSpec``, the ``[tools]`` table of the spec),
-what the model is told about them (``specs``), and the one entry point that runs them
-(``dispatch``), which never raises: every problem becomes an error outcome the model reads.
+"""The toolbox: the tools an agent gets (built from ``overnight.config.tools.ToolsSpec``, the
+``[tools]`` table of the spec), what the model is told about them (``specs``), and the one
+entry point that runs them (``dispatch``), which never raises: every problem becomes an error
+outcome the model reads.
 """
 
 from __future__ import annotations
@@ -8,110 +9,24 @@ from __future__ import annotations
 import copy
 import operator
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from overnight.core.errors import ConfigError, DiskFull
+from overnight.config.tools import BUILTIN_TOOLS, ToolsSpec
+from overnight.core.errors import DiskFull
 from overnight.models.types import ToolSpec
+from overnight.process import Confinement
 from overnight.seams import Tool, ToolContext, ToolError, ToolOutcome
-from overnight.tools.builtin import (
-    EditFileTool,
-    ListFilesTool,
-    ReadFileTool,
-    RunCommandTool,
-    SearchTextTool,
-    WriteFileTool,
-    is_git_command,
-    parse_command,
-)
-from overnight.tools.external import ExternalToolSpec
-
-#: The built-in tools, in the order the model is shown them.
-BUILTIN_TOOLS: tuple[str, ...] = (
-    "read_file",
-    "list_files",
-    "search_text",
-    "write_file",
-    "edit_file",
-    "run_command",
-)
-
-#: What an agent gets when the spec says nothing: it can look, not touch.
-READ_ONLY_TOOLS: tuple[str, ...] = ("read_file", "list_files", "search_text")
+from overnight.tools.command import RunCommandTool
+from overnight.tools.external import load_external
+from overnight.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+from overnight.tools.mcp import mcp_tools
+from overnight.tools.search import ListFilesTool, SearchTextTool
 
 #: A crash message longer than this is cut (a repr can be huge).
 _CRASH_REPR_CHARS = 2000
-
-
-class ToolsSpec(BaseModel):
-    """The ``[tools]`` table: the tools an agent task may use."""
-
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
-
-    external: list[ExternalToolSpec] = Field(default_factory=list)
-    """User-defined Python tools (``[[tools.external]]``); mutating ones go through the
-    effects ledger."""
-    allow: list[str] = Field(default_factory=lambda: list(READ_ONLY_TOOLS))
-    """Built-in tools the agent may call: read_file, list_files, search_text, write_file,
-    edit_file, run_command. Default: the read-only three."""
-    commands: list[str] = Field(default_factory=list)
-    """Command prefixes ``run_command`` accepts, compared word by word (``"pytest"`` allows
-    ``pytest -q tests``; ``"python -m pytest"`` does not allow ``python -c ...``). Empty:
-    ``run_command`` refuses every command. git can never be allowed."""
-    command_timeout_s: float = Field(default=300.0, gt=0)
-    """Longest a ``run_command`` call may run, in seconds (never past the run's own end)."""
-    max_output_chars: int = Field(default=8000, ge=200)
-    """Characters of a command's output the model sees; the full output goes to the run's
-    artifacts."""
-
-    @field_validator("external")
-    @classmethod
-    def _distinct_names(cls, value: list[ExternalToolSpec]) -> list[ExternalToolSpec]:
-        seen: set[str] = set()
-        for tool in value:
-            if tool.name in BUILTIN_TOOLS or tool.name in seen:
-                raise ConfigError(
-                    "tools.external",
-                    f"the tool name {tool.name!r} is taken",
-                    "give every external tool a name of its own, not a built-in one",
-                )
-            seen.add(tool.name)
-        return value
-
-    @field_validator("allow")
-    @classmethod
-    def _known_tools(cls, value: list[str]) -> list[str]:
-        for name in value:
-            if name not in BUILTIN_TOOLS:
-                raise ConfigError(
-                    "tools.allow",
-                    f"unknown tool {name!r}",
-                    f"use names of built-in tools: {', '.join(BUILTIN_TOOLS)}",
-                )
-        return list(dict.fromkeys(value))
-
-    @field_validator("commands")
-    @classmethod
-    def _plain_prefixes(cls, value: list[str]) -> list[str]:
-        for command in value:
-            try:
-                words = parse_command(command)
-            except ToolError as exc:
-                raise ConfigError(
-                    "tools.commands",
-                    f"{command!r} is not a plain command prefix: {exc}",
-                    'write program names and arguments only, e.g. "pytest" or "ruff check"',
-                ) from None
-            if is_git_command(words):
-                raise ConfigError(
-                    "tools.commands",
-                    f"{command!r}: git cannot be allowed, overnight manages the repository's "
-                    "history itself",
-                    "remove it from tools.commands",
-                )
-        return value
 
 
 def build_tool(name: str, spec: ToolsSpec) -> Tool:
@@ -147,11 +62,24 @@ class Toolbox:
             self._tools[tool.name] = tool
 
     @classmethod
-    def from_spec(cls, spec: ToolsSpec) -> Toolbox:
-        from overnight.tools.external import load_external
-
+    def from_spec(
+        cls,
+        spec: ToolsSpec,
+        *,
+        base_dir: Path | None = None,
+        confine: Callable[[], Confinement | None] | None = None,
+    ) -> Toolbox:
+        """The tools ``spec`` allows. ``[[tools.mcp]]`` servers need ``confine``: the sandbox
+        a stdio server starts in (returning None: unsandboxed), and ``base_dir``, the spec's
+        directory."""
         tools: list[Tool] = [build_tool(name, spec) for name in BUILTIN_TOOLS if name in spec.allow]
         tools += [load_external(e, spec.command_timeout_s) for e in spec.external]
+        if spec.mcp:
+            if confine is None or base_dir is None:
+                raise ValueError("MCP servers need the spec's directory and a sandbox (confine)")
+            tools += mcp_tools(
+                spec, base_dir=base_dir, confine=confine, default_timeout_s=spec.command_timeout_s
+            )
         return cls(tools)
 
     def names(self) -> list[str]:

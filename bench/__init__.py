@@ -1,0 +1,1 @@
+"""Benchmarks of the harness: ``python3 -m bench`` (see ``bench.run``)."""

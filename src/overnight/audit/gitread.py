@@ -1,0 +1,120 @@
+"""Reading a run's branch without changing anything in the repository: no checkout, no
+worktree, no ref moved. A commit's tree is exported into a fresh directory through an index
+file of the audit's own, so the repository's index, worktrees and refs stay as they are."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from overnight.core.errors import WorkspaceError
+from overnight.process import scrubbed_env
+
+GIT_TIMEOUT_S = 300.0
+
+#: No program the repository names runs while it is read.
+SAFE_OPTIONS = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "protocol.file.allow=never",
+)
+
+#: Variables that would point git at another repository, index or work tree.
+REPOSITORY_VARIABLES = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+)
+
+
+def git_env(index_file: Path | None = None) -> dict[str, str]:
+    env = scrubbed_env()
+    for name in REPOSITORY_VARIABLES:
+        env.pop(name, None)
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["LC_ALL"] = "C"
+    if index_file is not None:
+        env["GIT_INDEX_FILE"] = str(index_file)
+    return env
+
+
+def git_run(
+    repo: Path, *args: str, index_file: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """git in ``repo``; the caller judges the exit status."""
+    try:
+        return subprocess.run(
+            ["git", *SAFE_OPTIONS, "-C", str(repo), *args],
+            capture_output=True,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            env=git_env(index_file),
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise WorkspaceError("git is not installed or not on PATH") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise WorkspaceError(
+            f"git {' '.join(args)} did not finish in {GIT_TIMEOUT_S:.0f} s"
+        ) from exc
+
+
+def git_out(repo: Path, *args: str, index_file: Path | None = None) -> str:
+    done = git_run(repo, *args, index_file=index_file)
+    if done.returncode != 0:
+        raise WorkspaceError(
+            f"git {' '.join(args)} failed in {repo} (exit {done.returncode}): {done.stderr.strip()}"
+        )
+    return done.stdout
+
+
+def resolve_commit(repo: Path, ref: str) -> str | None:
+    """The commit ``ref`` names, or None when it names none."""
+    done = git_run(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def is_ancestor(repo: Path, older: str, newer: str) -> bool:
+    return git_run(repo, "merge-base", "--is-ancestor", older, newer).returncode == 0
+
+
+def commits_between(repo: Path, base: str, tip: str) -> list[str]:
+    """Every commit reachable from ``tip`` and not from ``base``, oldest first (the sides of
+    a merge included: a commit slipped in through a merge is a commit on the branch)."""
+    out = git_out(repo, "rev-list", "--reverse", "--topo-order", f"{base}..{tip}", "--")
+    return out.split()
+
+
+def parents(repo: Path, sha: str) -> list[str]:
+    return git_out(repo, "rev-list", "--parents", "-n", "1", sha, "--").split()[1:]
+
+
+def message(repo: Path, sha: str) -> str:
+    return git_out(repo, "log", "-1", "--format=%B", sha, "--")
+
+
+def export_tree(repo: Path, sha: str, target: Path) -> Path:
+    """The files of commit ``sha`` written into the new directory ``target``: exactly the
+    commit, no untracked or ignored file and no ``.git``."""
+    target.mkdir(mode=0o700)
+    with tempfile.TemporaryDirectory(prefix="overnight-audit-index-") as tmp:
+        index = Path(tmp) / "index"
+        git_out(repo, "read-tree", sha, index_file=index)
+        prefix = os.path.join(str(target.absolute()), "")
+        git_out(repo, "checkout-index", "--all", "--force", f"--prefix={prefix}", index_file=index)
+    return target

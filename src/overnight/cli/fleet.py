@@ -1,0 +1,238 @@
+"""``overnight fleet ...`` and ``overnight review --database``: the command line of the fleet.
+
+The arguments are declared here without the fleet's packages; each command imports
+``overnight.fleet`` only when it runs, after checking that the ``fleet`` extra is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+DATABASE_HELP = "the fleet's PostgreSQL URL (default: $OVERNIGHT_DATABASE)"
+TEMPORAL_HELP = (
+    "the Temporal frontend HOST:PORT (default: $OVERNIGHT_TEMPORAL, else localhost:7233)"
+)
+
+
+def add_fleet_parser(sub: Any) -> None:
+    fleet = sub.add_parser(
+        "fleet",
+        help="many nights on many machines: Temporal workers, PostgreSQL ledger, cap, results",
+        description="Run nights as Temporal workflows; the effects ledger, a daily money cap "
+        "and every night's result are shared in PostgreSQL. Needs pip install "
+        "'overnight[fleet]'.",
+    )
+    cmds = fleet.add_subparsers(dest="fleet_command", required=True)
+
+    def common(p: argparse.ArgumentParser, *, database: bool, temporal: bool) -> None:
+        if temporal:
+            p.add_argument("--temporal", metavar="HOST:PORT", help=TEMPORAL_HELP)
+            p.add_argument("--namespace", default="default", help="Temporal namespace")
+            p.add_argument(
+                "--task-queue",
+                default=None,
+                help="the task queue nights are carried out on (default: overnight-nights)",
+            )
+        if database:
+            p.add_argument("--database", metavar="URL", help=DATABASE_HELP)
+
+    w = cmds.add_parser("worker", help="carry out nights (until SIGTERM, which drains them)")
+    common(w, database=True, temporal=True)
+    w.add_argument(
+        "--runs",
+        type=Path,
+        required=True,
+        help="where run directories live: a path every worker reaches (shared filesystem)",
+    )
+    w.add_argument(
+        "--max-nights", type=int, default=32, help="nights carried out at once (default 32)"
+    )
+    w.add_argument(
+        "--usd-per-day",
+        type=float,
+        help="the fleet's daily money cap (a spec's [fleet] usd_per_day may only lower it)",
+    )
+
+    s = cmds.add_parser("submit", help="start a night (once per id: a repeat joins the first)")
+    common(s, database=False, temporal=True)
+    s.add_argument("spec", type=Path, help="the night's night.toml, on a path workers reach")
+    s.add_argument(
+        "--id",
+        dest="night_id",
+        help="the night's idempotency key (default: derived from the goal and the workspace)",
+    )
+    s.add_argument(
+        "--heartbeat-s",
+        type=float,
+        default=10.0,
+        help="a worker silent this long is taken for dead and the night resumed elsewhere",
+    )
+    s.add_argument(
+        "--wait", action="store_true", help="wait for the night; exit with its exit code"
+    )
+
+    st = cmds.add_parser("status", help="the fleet now: nights by state and class, today's spend")
+    common(st, database=True, temporal=False)
+    st.add_argument("--json", action="store_true", help="machine-readable")
+
+    rep = cmds.add_parser("report", help="every night's ending, spend against the cap, reviews")
+    common(rep, database=True, temporal=False)
+    rep.add_argument("--since", default="30d", help="30d, 12h, a date, or all (default 30d)")
+    rep.add_argument("--html", action="store_true", help="one self-contained HTML page")
+    rep.add_argument("--json", action="store_true", help="machine-readable")
+    rep.add_argument("--out", type=Path, help="write the report to this file")
+
+
+def _database(args: argparse.Namespace) -> str:
+    from overnight.core.errors import ConfigError
+
+    url = getattr(args, "database", None) or os.environ.get("OVERNIGHT_DATABASE")
+    if not url:
+        raise ConfigError(
+            "--database", "no fleet database given", "pass --database URL or set OVERNIGHT_DATABASE"
+        )
+    return str(url)
+
+
+def _temporal(args: argparse.Namespace) -> str:
+    return str(args.temporal or os.environ.get("OVERNIGHT_TEMPORAL") or "localhost:7233")
+
+
+def _task_queue(args: argparse.Namespace) -> str:
+    from overnight.fleet.submission import DEFAULT_TASK_QUEUE
+
+    return str(args.task_queue or DEFAULT_TASK_QUEUE)
+
+
+def cmd_fleet(args: argparse.Namespace) -> int:
+    from overnight.fleet import require_extra
+
+    require_extra()
+    command = args.fleet_command
+    if command == "worker":
+        return _worker(args)
+    if command == "submit":
+        return _submit(args)
+    return _report(args, status=command == "status")
+
+
+def _worker(args: argparse.Namespace) -> int:
+    from overnight.core.errors import ConfigError
+    from overnight.fleet.worker import serve
+
+    if args.max_nights < 1:
+        raise ConfigError("--max-nights", "must be at least 1", "e.g. --max-nights 32")
+    if args.usd_per_day is not None and not args.usd_per_day > 0:
+        raise ConfigError("--usd-per-day", "must be a positive amount", "e.g. --usd-per-day 50")
+    return asyncio.run(
+        serve(
+            temporal=_temporal(args),
+            database=_database(args),
+            runs=args.runs,
+            task_queue=_task_queue(args),
+            namespace=args.namespace,
+            max_nights=args.max_nights,
+            usd_per_day=args.usd_per_day,
+        )
+    )
+
+
+def _submit(args: argparse.Namespace) -> int:
+    from overnight.fleet.client import submission_of, submit, wait_for
+    from overnight.fleet.worker import connect
+
+    submission = submission_of(args.spec, args.night_id, heartbeat_s=args.heartbeat_s)
+
+    async def go() -> int:
+        client = await connect(_temporal(args), args.namespace)
+        answer = await submit(client, submission, task_queue=_task_queue(args))
+        if args.wait:
+            outcome = await wait_for(client, submission.night_id)
+            answer.update(
+                workflow_status="COMPLETED",
+                stop_reason=outcome.stop_reason,
+                status=outcome.status,
+                exit_code=outcome.exit_code,
+                run_dir=outcome.run_dir,
+                deliveries=outcome.deliveries,
+            )
+        print(json.dumps(answer, sort_keys=True))
+        return int(answer.get("exit_code", 0)) if args.wait else 0
+
+    return asyncio.run(go())
+
+
+def _report(args: argparse.Namespace, *, status: bool) -> int:
+    from overnight.core.errors import ConfigError
+    from overnight.fleet.database import connect_pool, migrate
+    from overnight.fleet.report import build_report, parse_since, render_html, render_text
+
+    since = parse_since("1d" if status else args.since)
+    pool = connect_pool(_database(args), max_size=2)
+    try:
+        migrate(pool)
+        report = build_report(pool, None if status else since)
+    finally:
+        pool.close()
+    if args.json:
+        text = report.model_dump_json(indent=2)
+    elif not status and args.html:
+        text = render_html(report)
+    else:
+        text = render_text(report, lines=not status)
+        if status:
+            running = [n for n in report.lines if n.state in ("running", "queued")]
+            text += "".join(
+                f"\n  {n.night_id}  {n.state}  on {n.worker or '-'}  {n.run_dir}" for n in running
+            )
+    out = getattr(args, "out", None)
+    if out is not None:
+        try:
+            Path(out).write_text(text + "\n")
+        except OSError as exc:
+            raise ConfigError("--out", f"cannot write {out}: {exc.strerror or exc}") from exc
+        print(out)
+    else:
+        sys.stdout.write(text + "\n")
+    return 0
+
+
+def cmd_fleet_review(args: argparse.Namespace) -> int:
+    """``overnight review --database URL``: the review queue of every night of the fleet,
+    their effects and the resolutions in the fleet database."""
+    from overnight.core.errors import ConfigError
+    from overnight.effects.review import queue, render, resolve
+    from overnight.fleet import require_extra
+
+    require_extra()
+    from overnight.fleet.database import connect_pool, migrate
+    from overnight.fleet.effects import PostgresEffectStore
+    from overnight.fleet.nights import Nights
+    from overnight.store.rundir import RunDir
+
+    pool = connect_pool(_database(args), max_size=2)
+    try:
+        migrate(pool)
+        ledger = PostgresEffectStore(pool)
+        runs = [RunDir(Path(n.run_dir)) for n in Nights(pool).since(None)]
+        runs = [rd for rd in runs if rd.is_run()]
+        if args.action == "resolve":
+            if not args.item:
+                raise ConfigError("ITEM", "resolve needs an item id", "overnight review resolve ID")
+            item = resolve(None, ledger, args.item, args.note, runs=runs, ledger=ledger)
+            print(f"resolved {item.id}: {item.resolved}")
+            return 0
+        items = queue(None, ledger, include_resolved=args.all, runs=runs, ledger=ledger)
+    finally:
+        pool.close()
+    if args.json:
+        print(json.dumps([i.as_dict() for i in items], indent=2, sort_keys=True))
+    else:
+        print(render(items))
+    return 0

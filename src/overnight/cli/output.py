@@ -1,0 +1,177 @@
+"""What the command line shows of a night: progress while it runs (a live panel on a terminal,
+one line per event otherwise) and the summary once it has ended."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+
+from overnight.cli.panel import render_panel
+from overnight.cli.status import read_status
+from overnight.core.text import printable
+from overnight.night.events import Event, RunCreated
+from overnight.report.result import TerminalResult
+
+#: The live panel is redrawn at most this often (seconds).
+PANEL_REDRAW_S = 0.25
+
+
+def progress_line(e: Event) -> str | None:
+    """One line for an event worth a line, or None."""
+    t = e.t
+    stamp = f"[{int(t // 3600):02d}:{int(t % 3600 // 60):02d}:{int(t % 60):02d}]"
+    kind, decision, f = e.kind, e.field("decision"), e.field
+    if kind == "task" and f("event") == "started":
+        return f"{stamp} task {f('task')} started (attempt {f('attempt')})"
+    if kind == "decision" and decision == "task_finished":
+        note = ""
+        if f("command_timed_out"):
+            note = " (its command timed out)"
+        elif f("command_exit_code") not in (None, 0):
+            note = f" (its command exited {f('command_exit_code')})"
+        return f"{stamp} task {f('task')} -> {f('outcome')}{note}"
+    if kind == "decision" and decision == "out_of_time":
+        return f"{stamp} task {f('task')} left in flight: {f('detail')}"
+    if kind == "decision" and decision == "drift":
+        return f"{stamp} drift {f('score'):.2f} ({f('action')})"
+    if kind == "decision" and decision == "call_refused":
+        return f"{stamp} refused a {f('purpose')} call: {f('detail')}"
+    if kind == "decision" and decision == "resume_verified":
+        return f"{stamp} resumed: in-flight task {f('task')} verified {f('outcome')}"
+    if kind == "decision" and decision == "stop":
+        return f"{stamp} stop: {f('reason')}"
+    if kind == "tool_call" and f("tool") not in ("predicate", "verify", "command", "executor"):
+        failed = " (error)" if f("error") else ""
+        return f"{stamp}   {f('task')}: {f('tool')}{failed}"
+    if kind == "cache_warning":
+        return f"{stamp} cache: {f('detail')}"
+    if kind == "tool_call" and f("tool") == "predicate":
+        return f"{stamp} goal predicate {'passed' if f('met') else 'not met'}"
+    if kind == "model_call" and f("cost_usd") is not None:
+        return f"{stamp} {f('purpose')} call ${f('cost_usd'):.4f}"
+    return None
+
+
+class Progress:
+    """The ``on_event`` handler of ``overnight run`` and ``overnight resume``: quiet, a line per
+    event on a pipe, or a live panel on a terminal. Use it as a context manager, so the panel
+    is closed however the night ends."""
+
+    def __init__(self, quiet: bool, run_dir: Path | None = None) -> None:
+        self.quiet = quiet
+        self.live: Live | None = None
+        self.console: Console | None = None
+        self.run_dir: Path | None = None
+        self.last = ""
+        self.drawn_at = float("-inf")
+        if not quiet and sys.stderr.isatty():
+            self.console = Console(stderr=True)
+            if run_dir is not None:
+                self._start_panel(run_dir)
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def _start_panel(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self.live = Live(console=self.console, refresh_per_second=4, transient=False)
+        self.live.start()
+
+    def __call__(self, event: Event) -> None:
+        if self.quiet:
+            return
+        if isinstance(event, RunCreated):
+            print(f"run dir: {event.run_dir}", file=sys.stderr, flush=True)
+            if self.console is not None:
+                self._start_panel(event.run_dir)
+            return
+        line = progress_line(event)
+        if self.console is None:
+            if line:
+                print(printable(line), file=sys.stderr, flush=True)
+            return
+        if line:
+            self.last = line
+        self._redraw(stopping=event.field("decision") == "stop", reason=event.field("reason"))
+
+    def _redraw(self, *, stopping: bool, reason: Any) -> None:
+        if self.live is None or self.run_dir is None:
+            return
+        now = time.monotonic()
+        # Reading the run's files at every trace line would make a long night's panel cost
+        # grow with its journal; a few redraws a second are all a person can read.
+        if not stopping and now - self.drawn_at < PANEL_REDRAW_S:
+            return
+        self.drawn_at = now
+        try:
+            status = read_status(self.run_dir)
+        except Exception:  # the panel is a view: it never stops the run
+            return
+        if stopping:
+            status["state"] = f"stopping: {reason}"
+        self.live.update(render_panel(status, self.last))
+
+
+def finish_output(result: TerminalResult, as_json: bool) -> int:
+    """The night's summary on stdout (or result.json itself); returns its exit code."""
+    run_dir = result.run_dir
+    if as_json:
+        print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
+    else:
+        print(f"ending:  {result.stop_reason} ({result.status}, exit {result.exit_code})")
+        print(printable(f"why:     {result.message}"))
+        predicate = result.predicate
+        if predicate is not None and not predicate.met and result.stop_reason != "GOAL_MET":
+            tail = [line for line in predicate.detail.strip().splitlines() if line.strip()][-8:]
+            if tail:
+                print(f"goal check `{predicate.command}` (exit {predicate.exit_code}) said:")
+                print(printable("\n".join(f"  {line}" for line in tail)))
+        print(f"branch:  {result.branch.name} ({len(result.verified)} verified commit(s))")
+        print(f"result:  {run_dir / 'result.json'}")
+        print(f"report:  overnight report {run_dir}")
+        if result.resumable and result.exit_code != 0:
+            print(f"resume:  {resume_hint(run_dir, result)}")
+    return int(result.exit_code)
+
+
+#: The ``overnight resume`` flag that lifts each budget ending.
+RAISE_FLAGS = {
+    "BUDGET_EXHAUSTED:money": ("--usd", "cost_usd"),
+    "BUDGET_EXHAUSTED:tokens": ("--tokens", "tokens"),
+    "BUDGET_EXHAUSTED:steps": ("--steps", "steps"),
+    "TIME_LIMIT:wall_clock": ("--hours", "seconds"),
+}
+
+
+def resume_hint(run_dir: Path, result: TerminalResult) -> str:
+    """How to continue: a run stopped by a budget ends the same way at once unless the
+    budget is raised, so the hint names the flag and a figure (twice the old limit)."""
+    flag = RAISE_FLAGS.get(result.stop_reason)
+    if flag is None:
+        return f"overnight resume {run_dir}"
+    option, budget = flag
+    limit = getattr(result.budgets, budget).limit
+    if limit is None:
+        return f"overnight resume {run_dir} {option} ..."
+    if budget == "seconds":
+        hours = limit / 3600.0
+        return f"overnight resume {run_dir} --hours {2 * hours:g}   (the limit was {hours:g} h)"
+    if budget == "cost_usd":
+        return f"overnight resume {run_dir} --usd {2 * limit:g}   (the cap was ${limit:.2f})"
+    return f"overnight resume {run_dir} {option} {2 * int(limit)}   (the limit was {int(limit)})"

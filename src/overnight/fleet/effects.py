@@ -1,0 +1,136 @@
+"""The fleet's effects ledger: the ``EffectStore`` seam on PostgreSQL.
+
+The same two keys as the single-machine SQLite ledger, enforced by the database for every
+night of every worker: the run-step key is unique, and a task key is unique among the rows
+that did not fail. Each state change is one autocommitted statement: when a call returns, the
+row is durable in the database.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+
+from overnight.fleet.database import Pool, reached
+from overnight.seams import DuplicateEffect, EffectRow, EffectState
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _row(r: dict[str, Any]) -> EffectRow:
+    return EffectRow(
+        run_id=r["run_id"],
+        task_id=r["task_id"],
+        step_key=r["step_key"],
+        task_key=r["task_key"],
+        tool=r["tool"],
+        args=json.loads(r["args"]),
+        state=r["state"],
+        result=None if r["result"] is None else json.loads(r["result"]),
+        error=r["error"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+    )
+
+
+class PostgresEffectStore:
+    """Every night of the fleet writes its effects here (the pool is the worker's)."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    def _one(self, sql: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
+        with reached("effects ledger"), self._pool.connection() as conn:
+            row: dict[str, Any] | None = conn.execute(sql, params).fetchone()
+            return row
+
+    def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[EffectRow]:
+        with reached("effects ledger"), self._pool.connection() as conn:
+            rows: list[dict[str, Any]] = conn.execute(sql, params).fetchall()
+        return [_row(r) for r in rows]
+
+    def get(self, step_key: str) -> EffectRow | None:
+        r = self._one("SELECT * FROM effects WHERE step_key = %s", (step_key,))
+        return None if r is None else _row(r)
+
+    def by_task_key(self, task_key: str) -> EffectRow | None:
+        r = self._one(
+            "SELECT * FROM effects WHERE task_key = %s ORDER BY state = 'failed', id DESC LIMIT 1",
+            (task_key,),
+        )
+        return None if r is None else _row(r)
+
+    def intend(
+        self,
+        run_id: str,
+        task_id: str,
+        step_key: str,
+        task_key: str | None,
+        tool: str,
+        args: dict[str, Any],
+    ) -> EffectRow:
+        now = _now()
+        try:
+            r = self._one(
+                "INSERT INTO effects (run_id, task_id, step_key, task_key, tool, args, state,"
+                " created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, 'intended', %s, %s)"
+                " RETURNING *",
+                (run_id, task_id, step_key, task_key, tool, _dumps(args), now, now),
+            )
+        except psycopg.errors.UniqueViolation as exc:
+            existing = self.by_task_key(task_key) if task_key else None
+            if existing is not None and existing.step_key != step_key:
+                raise DuplicateEffect(existing) from exc
+            raise
+        assert r is not None
+        return _row(r)
+
+    def settle(
+        self, step_key: str, state: EffectState, result: Any = None, error: str | None = None
+    ) -> EffectRow:
+        r = self._one(
+            "UPDATE effects SET state = %s, result = %s, error = %s, updated_at = %s "
+            "WHERE step_key = %s RETURNING *",
+            (state, None if result is None else _dumps(result), error, _now(), step_key),
+        )
+        if r is None:
+            raise KeyError(f"no effect row has step key {step_key!r}")
+        return _row(r)
+
+    def for_run(self, run_id: str) -> list[EffectRow]:
+        return self._all("SELECT * FROM effects WHERE run_id = %s ORDER BY id", (run_id,))
+
+    def for_task(self, run_id: str, task_id: str) -> list[EffectRow]:
+        return self._all(
+            "SELECT * FROM effects WHERE run_id = %s AND task_id = %s ORDER BY id",
+            (run_id, task_id),
+        )
+
+    def all(self) -> list[EffectRow]:
+        return self._all("SELECT * FROM effects ORDER BY id")
+
+    def resolve(self, item: str, note: str) -> None:
+        self._one(
+            "INSERT INTO review_resolutions (item, note, resolved_at) VALUES (%s, %s, %s) "
+            "RETURNING id",
+            (item, note, _now()),
+        )
+
+    def resolutions(self) -> dict[str, str]:
+        with reached("effects ledger"), self._pool.connection() as conn:
+            rows: list[dict[str, Any]] = conn.execute(
+                "SELECT item, note FROM review_resolutions ORDER BY id"
+            ).fetchall()
+        return {str(r["item"]): str(r["note"]) for r in rows}
+
+    def close(self) -> None:
+        """The pool belongs to the worker: a night closing its ledger leaves it open."""

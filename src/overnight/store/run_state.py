@@ -1,0 +1,265 @@
+"""The run state on disk: a snapshot (``checkpoint.json``) and a journal of what changed since
+(``checkpoint.journal``).
+
+Saving. A save appends one line to the journal holding only what changed since the previous
+save (``RunState.take_delta``: the one-value fields that changed, the new items of the lists
+that only grow, the queue operations, the attempts counted), so its cost does not grow with
+the tasks the night has finished. When the journal has grown past the snapshot, the next save
+writes the whole state as a new snapshot instead and removes the journal: each byte of state
+is then rewritten at most about twice, whatever the length of the night. A state smaller than
+``WHOLE_BELOW`` bytes is always written whole (its rewrite costs about what the fsync costs),
+and so is the state a process saves first, and the one it saves when it closes the run: after
+a normal end the snapshot alone holds the whole state.
+
+Records. Each journal line is a ``checkpoint_delta`` with ``seq``, the number of its save
+(one more than the line before); the first line of a journal also names its ``base``, the
+snapshot it continues (``SnapshotId``). Lines are framed by ``overnight.store.journal``: one
+write each, a CRC each, fsynced before the save returns.
+
+Crashes. A kill in the middle of an append leaves a torn last line, which is dropped: the
+state is the one of the last completed save. A new snapshot is written atomically, naming in
+``replaces`` the base of the journal it folds in, and only then is that journal removed; a
+kill between the two leaves a journal whose base is the new snapshot's ``replaces`` and whose
+lines are all older than it: it is recognised as folded in already and not replayed. Anything
+else (a damaged line before the last, a gap in the numbers, a journal continuing another
+snapshot, a change that does not fit the state) is ``CheckpointCorrupt``; nothing is written
+while loading, so a refused run directory is left as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from overnight.core.errors import CheckpointCorrupt
+from overnight.core.state import RunState, StateDelta, apply_delta
+from overnight.store.checkpoint import Snapshot, SnapshotId, read_snapshot, write_snapshot
+from overnight.store.journal import Journal, read_journal
+
+#: A state whose last size was below this is written whole at every save.
+WHOLE_BELOW = 32 * 1024
+
+
+class JournalEntry(BaseModel):
+    """One line of the checkpoint journal: the change one save made."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["checkpoint_delta"] = "checkpoint_delta"
+    seq: int
+    base: SnapshotId | None = None
+    """The snapshot this journal continues; on its first line only."""
+    delta: StateDelta
+
+
+def journal_path(checkpoint: Path) -> Path:
+    """Where the journal of the snapshot at ``checkpoint`` lives."""
+    return checkpoint.with_suffix(".journal")
+
+
+# -- reading -------------------------------------------------------------------------------
+
+
+def load_run_state(checkpoint: Path) -> RunState | None:
+    """The run state the snapshot at ``checkpoint`` and its journal hold together; ``None``
+    when there is no snapshot (nothing was saved yet). Every reader of a run's state reads it
+    through here. Raises ``CheckpointCorrupt`` as the module docstring says.
+
+    A reader beside a running night may meet a snapshot that is replaced while it reads the
+    journal: it then reads both again."""
+    for _ in range(3):
+        snapshot = read_snapshot(checkpoint)
+        if snapshot is None:
+            if _entries(journal_path(checkpoint)):
+                raise CheckpointCorrupt("the checkpoint journal has no snapshot to continue")
+            return None
+        try:
+            body, seq = _replayed(snapshot, _entries(journal_path(checkpoint)))
+        except CheckpointCorrupt:
+            again = read_snapshot(checkpoint)
+            if again is not None and again.id != snapshot.id:
+                continue  # compacted under our feet
+            raise
+        try:
+            state = RunState.model_validate(body)
+        except ValidationError as exc:
+            raise CheckpointCorrupt(f"checkpoint body does not fit the run state: {exc}") from exc
+        state.mark_loaded(seq)
+        return state
+    raise CheckpointCorrupt("the checkpoint kept changing while it was read")
+
+
+def saved_at(checkpoint: Path) -> float | None:
+    """When the state was last saved (the newer of the snapshot and its journal), as a
+    ``time.time()``; ``None`` when neither exists."""
+    times = []
+    for path in (checkpoint, journal_path(checkpoint)):
+        with contextlib.suppress(OSError):
+            times.append(path.stat().st_mtime)
+    return max(times) if times else None
+
+
+def _entries(path: Path) -> list[JournalEntry]:
+    entries = []
+    for number, record in enumerate(read_journal(path), start=1):
+        try:
+            entries.append(JournalEntry.model_validate(record))
+        except ValidationError as exc:
+            raise CheckpointCorrupt(
+                f"checkpoint journal line {number} is not a change of the run state: {exc}"
+            ) from exc
+    return entries
+
+
+def _replayed(snapshot: Snapshot, entries: list[JournalEntry]) -> tuple[dict[str, Any], int]:
+    """The snapshot's body with the journal replayed on it, and the number of its last save."""
+    body = snapshot.body
+    if not entries:
+        return body, snapshot.id.seq
+    base = entries[0].base
+    if base is None:
+        raise CheckpointCorrupt("the checkpoint journal does not name the snapshot it continues")
+    folded = base == snapshot.replaces and entries[-1].seq < snapshot.id.seq
+    if base != snapshot.id and not folded:
+        raise CheckpointCorrupt(
+            f"the checkpoint journal continues snapshot {base.seq} ({base.sha256[:12]}), "
+            f"not this one ({snapshot.id.seq}, {snapshot.id.sha256[:12]})"
+        )
+    expected = base.seq + 1
+    for number, entry in enumerate(entries, start=1):
+        if entry.seq != expected:
+            raise CheckpointCorrupt(
+                f"checkpoint journal line {number} is save {entry.seq}, expected {expected}"
+            )
+        if number > 1 and entry.base is not None:
+            raise CheckpointCorrupt(f"checkpoint journal line {number} starts another journal")
+        expected += 1
+    if folded:  # a compaction wrote the snapshot and was killed before removing this
+        return body, snapshot.id.seq
+    for number, entry in enumerate(entries, start=1):
+        try:
+            apply_delta(body, entry.delta)
+        except ValueError as exc:
+            raise CheckpointCorrupt(
+                f"checkpoint journal line {number} does not fit the state: {exc}"
+            ) from exc
+    return body, entries[-1].seq
+
+
+# -- writing -------------------------------------------------------------------------------
+
+
+class RunStateStore:
+    """Saves one run's state, incrementally; see the module docstring."""
+
+    def __init__(self, checkpoint: Path, *, whole_below: int | None = None) -> None:
+        self.path = checkpoint
+        self.journal_path = journal_path(checkpoint)
+        self.whole_below = WHOLE_BELOW if whole_below is None else whole_below
+        self._journal: Journal | None = None
+        self._snapshot: SnapshotId | None = None
+        """The snapshot on disk as this store wrote it; None: not known (write one first)."""
+        self._snapshot_bytes = 0
+        self._journal_bytes = 0
+        self._journal_lines = 0
+        self.bytes_written = 0
+        """Bytes this store wrote to the snapshot and the journal, in total."""
+        self.compactions = 0
+
+    def save(self, state: RunState) -> None:
+        """Make ``state`` the one a load returns, durably: on disk when this returns.
+
+        Raises ``DiskFull`` when there is no space left; after any failure the next save
+        writes the state whole."""
+        whole = (
+            self._snapshot is None
+            or self._journal_bytes > self._snapshot_bytes
+            or self._snapshot_bytes + self._journal_bytes < self.whole_below
+        )
+        delta = None if whole else state.take_delta()
+        if delta is None:
+            self.compact(state)
+            return
+        if delta.is_empty():
+            return
+        seq = state.saved_as() + 1
+        base = self._snapshot if self._journal_lines == 0 else None
+        record = JournalEntry(seq=seq, base=base, delta=delta).model_dump(mode="json")
+        try:
+            if self._journal is None:
+                self._journal = Journal(self.journal_path, durable=True)
+            self._journal.append(record)
+            if self._journal_lines == 0:
+                _fsync_dir(self.path.parent)  # a new file: its name must survive a crash too
+            size = self.journal_path.stat().st_size
+        except BaseException:
+            self._forget_disk()
+            raise
+        self.bytes_written += size - self._journal_bytes
+        self._journal_bytes = size
+        self._journal_lines += 1
+        state.note_saved_as(seq)
+
+    def compact(self, state: RunState) -> None:
+        """Write ``state`` whole as a new snapshot and remove the journal it replaces."""
+        body = state.model_dump(mode="json")
+        if self._snapshot is None:
+            replaces, newest = self._journal_on_disk()
+        else:
+            replaces = self._snapshot if self._journal_lines else None
+            newest = state.saved_as()
+        seq = max(state.saved_as(), newest) + 1
+        self.close()
+        try:
+            identity, size = write_snapshot(self.path, body, seq=seq, replaces=replaces)
+            self._snapshot, self._snapshot_bytes = identity, size
+            self.bytes_written += size
+            self._remove_journal()
+        except BaseException:
+            self._forget_disk()
+            raise
+        self._journal_bytes = self._journal_lines = 0
+        self.compactions += 1
+        state.mark_saved(body)
+        state.note_saved_as(seq)
+
+    def close(self) -> None:
+        if self._journal is not None:
+            journal, self._journal = self._journal, None
+            journal.close()
+
+    def _forget_disk(self) -> None:
+        self.close()
+        self._snapshot = None
+
+    def _journal_on_disk(self) -> tuple[SnapshotId | None, int]:
+        """The base of the journal on disk and the number of its last save. A journal that
+        names no base, or cannot be read, continues nothing a snapshot could name: it is
+        removed before the new snapshot is written."""
+        try:
+            entries = _entries(self.journal_path)
+        except CheckpointCorrupt:
+            entries = []
+        if entries and entries[0].base is not None:
+            return entries[0].base, entries[-1].seq
+        self._remove_journal()
+        return None, max((e.seq for e in entries), default=0)
+
+    def _remove_journal(self) -> None:
+        try:
+            os.unlink(self.journal_path)
+        except FileNotFoundError:
+            return
+        _fsync_dir(self.path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
