@@ -1,0 +1,348 @@
+"""The fleet in tests: the PostgreSQL and Temporal servers CI starts (scripts/fleet-services),
+a fresh database and task queue per test, real worker processes, real submissions."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers.kills import kill_everything, kill_marked, marked_env, overnight, start_cli
+from tests.helpers.nights import git
+from tests.helpers.toml import dumps
+
+psycopg = pytest.importorskip("psycopg")
+
+DATABASE_ENV, TEMPORAL_ENV = "OVERNIGHT_TEST_DATABASE", "OVERNIGHT_TEST_TEMPORAL"
+
+
+@dataclass(frozen=True)
+class Services:
+    admin_url: str
+    temporal: str
+
+
+def services() -> Services:
+    """The servers the fleet tests need; skipped when absent outside CI, failed under CI."""
+    url, temporal = os.environ.get(DATABASE_ENV), os.environ.get(TEMPORAL_ENV)
+    if not url or not temporal:
+        why = (
+            f"{DATABASE_ENV} and {TEMPORAL_ENV} are not set: start the servers with "
+            "`scripts/fleet-services start DIR` and source DIR/env"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(why)
+        pytest.skip(why)
+    return Services(url, temporal)
+
+
+@contextlib.contextmanager
+def fresh_database(admin_url: str) -> Iterator[str]:
+    """A database of its own for one test, dropped after it."""
+    name = f"fleet_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(admin_url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    info = psycopg.conninfo.conninfo_to_dict(admin_url)
+    info["dbname"] = name
+    url = psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items() if v})
+    try:
+        yield url
+    finally:
+        with psycopg.connect(admin_url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+def query(url: str, sql: str, params: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(url, autocommit=True, row_factory=dict_row) as conn:
+        cursor = conn.execute(sql, params)  # type: ignore[arg-type]
+        return list(cursor.fetchall()) if cursor.description is not None else []
+
+
+@dataclass
+class Worker:
+    proc: subprocess.Popen[bytes]
+    mark: str
+    log: Path
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        end = time.monotonic() + timeout
+        while " ready: " not in self.text():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"the worker exited {self.proc.returncode}:\n{self.text()}")
+            if time.monotonic() > end:
+                raise AssertionError(f"the worker never got ready:\n{self.text()}")
+            time.sleep(0.05)
+
+    def machine_lost(self) -> None:
+        """kill -9 of the worker and of everything it started, at one instant."""
+        kill_everything(self.proc, self.mark)
+
+    def stop(self) -> int:
+        """SIGTERM; the exit code (killed after 60 s)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.machine_lost()
+        return self.proc.returncode
+
+    def cleanup(self) -> None:
+        if self.proc.poll() is None:
+            self.machine_lost()
+        kill_marked(self.mark)
+
+
+@dataclass
+class Fleet:
+    """One test's fleet: its database, task queue, shared runs directory and workers."""
+
+    services: Services
+    database: str
+    base: Path
+    task_queue: str = field(default_factory=lambda: f"q-{uuid.uuid4().hex[:10]}")
+    workers: list[Worker] = field(default_factory=list)
+    env_extra: dict[str, str] = field(default_factory=dict)
+
+    def id(self, name: str) -> str:
+        """A night id of this test's own: the Temporal server outlives the test."""
+        return f"{name}-{self.task_queue}"
+
+    @property
+    def runs(self) -> Path:
+        return self.base / "runs"
+
+    def env(self) -> tuple[dict[str, str], str]:
+        env, mark = marked_env()
+        env.update(self.env_extra)
+        env.pop("OVERNIGHT_DATABASE", None)
+        env.pop("OVERNIGHT_TEMPORAL", None)
+        env["OVERNIGHT_HOME"] = str(self.base / "home")
+        return env, mark
+
+    def worker(self, *extra: str, ready: bool = True) -> Worker:
+        env, mark = self.env()
+        log = self.base / f"worker-{len(self.workers) + 1}.log"
+        args = overnight(
+            "fleet",
+            "worker",
+            "--temporal",
+            self.services.temporal,
+            "--database",
+            self.database,
+            "--runs",
+            self.runs,
+            "--task-queue",
+            self.task_queue,
+            *extra,
+        )
+        w = Worker(start_cli(args, env, self.base, log), mark, log)
+        self.workers.append(w)
+        if ready:
+            w.wait_ready()
+        return w
+
+    def cli(self, *args: str | Path, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+        env, mark = self.env()
+        try:
+            return subprocess.run(
+                overnight(*args),
+                env=env,
+                cwd=self.base,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        finally:
+            kill_marked(mark)
+
+    def submit(
+        self, spec: Path, *extra: str, wait: bool = False, timeout: float = 180.0
+    ) -> dict[str, Any]:
+        args: list[str | Path] = [
+            "fleet",
+            "submit",
+            spec,
+            "--temporal",
+            self.services.temporal,
+            "--task-queue",
+            self.task_queue,
+            *extra,
+        ]
+        if wait:
+            args.append("--wait")
+        done = self.cli(*args, timeout=timeout)
+        assert done.stdout.strip(), f"submit said nothing (exit {done.returncode}): {done.stderr}"
+        answer: dict[str, Any] = json.loads(done.stdout)
+        answer["_exit"] = done.returncode
+        return answer
+
+    def report(self, *extra: str) -> dict[str, Any]:
+        done = self.cli("fleet", "report", "--database", self.database, "--json", *extra)
+        assert done.returncode == 0, done.stderr
+        data: dict[str, Any] = json.loads(done.stdout)
+        return data
+
+    def nights(self) -> list[dict[str, Any]]:
+        return query(self.database, "SELECT * FROM nights ORDER BY night_id")
+
+    def effects(self) -> list[dict[str, Any]]:
+        return query(self.database, "SELECT * FROM effects ORDER BY id")
+
+    def close(self) -> None:
+        for w in self.workers:
+            w.cleanup()
+
+
+@contextlib.contextmanager
+def fleet(base: Path) -> Iterator[Fleet]:
+    svc = services()
+    base.mkdir(parents=True, exist_ok=True)
+    with fresh_database(svc.admin_url) as url:
+        f = Fleet(svc, url, base)
+        try:
+            yield f
+        finally:
+            f.close()
+
+
+# -- nights ---------------------------------------------------------------------------------
+
+FAKES = '''"""Fakes for fleet nights: a model that bills a fixed usage per call, an executor that
+calls it and writes its task's file."""
+import os
+import time
+
+from overnight.seams import ExecResult
+from overnight.models.types import ModelRequest
+from overnight.testing.fakes import text_answer, usage_dict
+
+LATENCY_S = float(os.environ.get("FLEET_FAKE_LATENCY_S", "0"))
+
+
+def model(request):
+    time.sleep(LATENCY_S)
+    return text_answer("done", usage_dict(input=1000, output=100))
+
+
+class Executor:
+    def execute(self, task, ctx):
+        ctx.call_model(
+            ModelRequest(
+                model=ctx.model,
+                purpose="execute",
+                system="You carry out one task.",
+                messages=[{"role": "user", "content": task.brief}],
+                max_tokens=200,
+            )
+        )
+        (ctx.workdir / f"{task.id}.txt").write_text(task.id)
+        return ExecResult("finished", "wrote the file")
+'''
+
+#: $5 / $25 per million: one fake call (1,000 in, 100 out) costs $0.0075.
+CALL_USD = 0.0075
+
+
+def model_night(
+    base: Path, name: str, tasks: int, *, usd: float = 1.0, fleet_usd: float | None = None
+) -> Path:
+    """A workspace whose night has ``tasks`` agent tasks, one fake model call each."""
+    ws = base / name
+    ws.mkdir(parents=True)
+    (ws / "fleet_fakes.py").write_text(FAKES)
+    git(ws, "init", "-q", "-b", "main")
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "initial")
+    spec: dict[str, Any] = {
+        "goal": f"Write the {tasks} files of {name}.",
+        "workspace": ".",
+        "budget": {"usd": usd, "hours": 1.0},
+        "predicate": {"command": f"test -f t{tasks - 1}.txt", "timeout_s": 30},
+        "model": {"provider": "python", "target": "fleet_fakes:model", "name": "fake-opus"},
+        "prices": {"fake-opus": {"input": 5.0, "output": 25.0}},
+        "executor": {"target": "fleet_fakes:Executor"},
+        "sandbox": {"mode": "off"},
+        "run": {"replan": False, "drift_every": 1000},
+        "tasks": [
+            {
+                "id": f"t{i}",
+                "title": f"file {i}",
+                "brief": f"write t{i}.txt",
+                "verify": f"test -f t{i}.txt",
+                "value": tasks - i,
+            }
+            for i in range(tasks)
+        ],
+    }
+    if fleet_usd is not None:
+        spec["fleet"] = {"usd_per_day": fleet_usd}
+    (ws / "night.toml").write_text(dumps(spec))
+    git(ws, "add", "-A")
+    git(ws, "commit", "-q", "-m", "night")
+    return ws / "night.toml"
+
+
+def command_night(
+    base: Path,
+    name: str,
+    tasks: int,
+    *,
+    seconds: float = 0.3,
+    predicate: str | None = None,
+    **budget: Any,
+) -> Path:
+    """A workspace whose night has ``tasks`` command tasks, each sleeping ``seconds``."""
+    ws = base / name
+    ws.mkdir(parents=True)
+    git(ws, "init", "-q", "-b", "main")
+    git(ws, "commit", "-q", "--allow-empty", "-m", "initial")
+    spec: dict[str, Any] = {
+        "goal": f"Write the {tasks} files of {name}.",
+        "workspace": str(ws),
+        "budget": {"usd": 1.0, "hours": 1.0, **budget},
+        "predicate": {"command": predicate or f"test -f f{tasks - 1}.txt", "timeout_s": 30},
+        "sandbox": {"mode": "off"},
+        "tasks": [
+            {
+                "id": f"f{i}",
+                "title": f"file {i}",
+                "command": f"sleep {seconds}; echo {i} > f{i}.txt",
+                "verify": f"test -f f{i}.txt",
+                "value": tasks - i,
+            }
+            for i in range(tasks)
+        ],
+    }
+    path = base / f"{name}.toml"
+    path.write_text(dumps(spec))
+    return path
+
+
+def branch_trees(run_dir: Path) -> list[tuple[str, str]]:
+    """(subject, tree) of each commit of the run's branch after its base."""
+    manifest = json.loads((run_dir / "run.json").read_text())
+    workspace = Path(manifest["workspace"])
+    base = json.loads((run_dir / "result.json").read_text())["branch"]["base_commit"]
+    out = git(workspace, "log", "--reverse", "--format=%s%x00%T", f"{base}..{manifest['branch']}")
+    return [tuple(line.split("\0")) for line in out.splitlines() if line]  # type: ignore[misc]
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    shutil.copytree(src, dst)
