@@ -77,7 +77,12 @@ def test_twenty_concurrent_nights_never_spend_past_the_fleet_cap(tmp_path: Path)
         f.worker("--max-nights", "10")
         specs = [model_night(tmp_path, f"n{i:02d}", 3, fleet_usd=cap) for i in range(20)]
         with concurrent.futures.ThreadPoolExecutor(20) as pool:
-            answers = list(pool.map(lambda s: f.submit(s, wait=True, timeout=300), specs))
+            answers = list(
+                pool.map(
+                    lambda s: f.submit(s, "--id", f.id(s.parent.name), wait=True, timeout=300),
+                    specs,
+                )
+            )
         results = [result_of(a["run_dir"]) for a in answers]
         total = sum(r["spend"]["total_usd"] for r in results)
         assert total <= cap + 1e-9, total
@@ -109,14 +114,14 @@ def test_a_worker_killed_mid_night_is_resumed_on_another_without_redoing(
     with fleet(tmp_path) as f:
         first = f.worker()
         spec = command_night(spec_base, "long", 8, seconds=0.4)
-        answer = f.submit(spec, "--heartbeat-s", "2")
+        answer = f.submit(spec, "--id", f.id("long"), "--heartbeat-s", "2")
         run = f.runs / answer["night_id"]
         wait_for(lambda: (run / "trace.jsonl").exists(), 60, "the night to start")
         time.sleep(1.5)
         first.machine_lost()
         killed_at = time.monotonic()
         second = f.worker()
-        done = f.submit(spec, wait=True)
+        done = f.submit(spec, "--id", f.id("long"), wait=True)
         assert done["stop_reason"] == "GOAL_MET" and done["deliveries"] == 2
         r = result_of(run)
         assert r["plan"]["done"] == [f"f{i}" for i in range(8)]
@@ -136,7 +141,7 @@ def test_sigterm_drains_the_nights_in_flight_and_another_worker_resumes_them(
     with fleet(tmp_path) as f:
         first = f.worker()
         spec = command_night(tmp_path / "specs", "drained", 6, seconds=0.5)
-        answer = f.submit(spec)
+        answer = f.submit(spec, "--id", f.id("drained"))
         run = f.runs / answer["night_id"]
         wait_for(lambda: (run / "trace.jsonl").exists(), 60, "the night to start")
         time.sleep(1.0)
@@ -149,7 +154,7 @@ def test_sigterm_drains_the_nights_in_flight_and_another_worker_resumes_them(
         [night] = f.nights()
         assert night["state"] == "running"  # handed back, not finished, not missing
         f.worker()
-        done = f.submit(spec, wait=True)
+        done = f.submit(spec, "--id", f.id("drained"), wait=True)
         assert done["stop_reason"] == "GOAL_MET" and done["deliveries"] == 2
         history = sorted((run / "history").glob("result-*.json"))
         assert [json.loads(h.read_text())["stop_reason"] for h in history] == ["TIME_LIMIT:sigterm"]
