@@ -167,3 +167,16 @@ def test_the_fleet_modules_stay_out_of_a_single_machine_night(tmp_path: Path) ->
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("night_id", ["../etc", "a/b", ".hidden", "", "x" * 129])
+def test_a_submission_from_any_client_cannot_name_a_directory_outside_the_runs(
+    night_id: str,
+) -> None:
+    from pydantic import ValidationError
+
+    from overnight.fleet.submission import Submission
+
+    with pytest.raises(ValidationError):
+        Submission(night_id=night_id, spec_path="/srv/night.toml", hours=1.0)
+    assert Submission(night_id="night-01.a_b", spec_path="/s", hours=1.0).night_id

@@ -10,42 +10,15 @@ import tempfile
 from pathlib import Path
 
 from overnight.core.errors import WorkspaceError
-from overnight.process import scrubbed_env
+from overnight.night.worktree import SAFE_GIT_OPTIONS
+from overnight.night.worktree import git_env as night_git_env
 
 GIT_TIMEOUT_S = 300.0
 
-#: No program the repository names runs while it is read.
-SAFE_OPTIONS = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "submodule.recurse=false",
-    "-c",
-    "protocol.file.allow=never",
-)
-
-#: Variables that would point git at another repository, index or work tree.
-REPOSITORY_VARIABLES = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
-
 
 def git_env(index_file: Path | None = None) -> dict[str, str]:
-    env = scrubbed_env()
-    for name in REPOSITORY_VARIABLES:
-        env.pop(name, None)
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["LC_ALL"] = "C"
+    """The harness's git environment, with ``index_file`` as the index when given."""
+    env = night_git_env()
     if index_file is not None:
         env["GIT_INDEX_FILE"] = str(index_file)
     return env
@@ -57,7 +30,7 @@ def git_run(
     """git in ``repo``; the caller judges the exit status."""
     try:
         return subprocess.run(
-            ["git", *SAFE_OPTIONS, "-C", str(repo), *args],
+            ["git", *SAFE_GIT_OPTIONS, "-C", str(repo), *args],
             capture_output=True,
             text=True,
             errors="replace",

@@ -13,7 +13,7 @@ The bookkeeping this needs is pure and lives beside the state; the files are ``s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, cast
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
@@ -513,7 +513,8 @@ SINGLE_VALUED = tuple(
 )
 
 _LISTS: dict[str, TypeAdapter[list[Any]]] = {
-    name: TypeAdapter(RunState.model_fields[name].annotation) for name in GROWING
+    name: TypeAdapter[list[Any]](cast("type[list[Any]]", RunState.model_fields[name].annotation))
+    for name in GROWING
 }
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,7 +54,9 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _row(r: sqlite3.Row) -> EffectRow:
+def effect_row(r: Mapping[str, Any]) -> EffectRow:
+    """An ``EffectRow`` from a database row of the ``effects`` table (SQLite or PostgreSQL:
+    the same columns, JSON kept as text)."""
     return EffectRow(
         run_id=r["run_id"],
         task_id=r["task_id"],
@@ -99,14 +101,14 @@ class SqliteEffectStore:
 
     def get(self, step_key: str) -> EffectRow | None:
         r = self._db.execute("SELECT * FROM effects WHERE step_key = ?", (step_key,)).fetchone()
-        return None if r is None else _row(r)
+        return None if r is None else effect_row(r)
 
     def by_task_key(self, task_key: str) -> EffectRow | None:
         r = self._db.execute(
             "SELECT * FROM effects WHERE task_key = ? ORDER BY state = 'failed', id DESC",
             (task_key,),
         ).fetchone()
-        return None if r is None else _row(r)
+        return None if r is None else effect_row(r)
 
     def intend(
         self,
@@ -164,17 +166,17 @@ class SqliteEffectStore:
         rows = self._db.execute(
             "SELECT * FROM effects WHERE run_id = ? ORDER BY id", (run_id,)
         ).fetchall()
-        return [_row(r) for r in rows]
+        return [effect_row(r) for r in rows]
 
     def for_task(self, run_id: str, task_id: str) -> list[EffectRow]:
         rows = self._db.execute(
             "SELECT * FROM effects WHERE run_id = ? AND task_id = ? ORDER BY id",
             (run_id, task_id),
         ).fetchall()
-        return [_row(r) for r in rows]
+        return [effect_row(r) for r in rows]
 
     def all(self) -> list[EffectRow]:
-        return [_row(r) for r in self._db.execute("SELECT * FROM effects ORDER BY id")]
+        return [effect_row(r) for r in self._db.execute("SELECT * FROM effects ORDER BY id")]
 
     def resolve(self, item: str, note: str) -> None:
         self._write(

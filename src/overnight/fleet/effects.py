@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 
+from overnight.effects.store import effect_row
 from overnight.fleet.database import Pool, reached
 from overnight.seams import DuplicateEffect, EffectRow, EffectState
 
@@ -24,22 +25,6 @@ def _now() -> str:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
-
-
-def _row(r: dict[str, Any]) -> EffectRow:
-    return EffectRow(
-        run_id=r["run_id"],
-        task_id=r["task_id"],
-        step_key=r["step_key"],
-        task_key=r["task_key"],
-        tool=r["tool"],
-        args=json.loads(r["args"]),
-        state=r["state"],
-        result=None if r["result"] is None else json.loads(r["result"]),
-        error=r["error"],
-        created_at=r["created_at"],
-        updated_at=r["updated_at"],
-    )
 
 
 class PostgresEffectStore:
@@ -56,18 +41,18 @@ class PostgresEffectStore:
     def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[EffectRow]:
         with reached("effects ledger"), self._pool.connection() as conn:
             rows: list[dict[str, Any]] = conn.execute(sql, params).fetchall()
-        return [_row(r) for r in rows]
+        return [effect_row(r) for r in rows]
 
     def get(self, step_key: str) -> EffectRow | None:
         r = self._one("SELECT * FROM effects WHERE step_key = %s", (step_key,))
-        return None if r is None else _row(r)
+        return None if r is None else effect_row(r)
 
     def by_task_key(self, task_key: str) -> EffectRow | None:
         r = self._one(
             "SELECT * FROM effects WHERE task_key = %s ORDER BY state = 'failed', id DESC LIMIT 1",
             (task_key,),
         )
-        return None if r is None else _row(r)
+        return None if r is None else effect_row(r)
 
     def intend(
         self,
@@ -92,7 +77,7 @@ class PostgresEffectStore:
                 raise DuplicateEffect(existing) from exc
             raise
         assert r is not None
-        return _row(r)
+        return effect_row(r)
 
     def settle(
         self, step_key: str, state: EffectState, result: Any = None, error: str | None = None
@@ -104,7 +89,7 @@ class PostgresEffectStore:
         )
         if r is None:
             raise KeyError(f"no effect row has step key {step_key!r}")
-        return _row(r)
+        return effect_row(r)
 
     def for_run(self, run_id: str) -> list[EffectRow]:
         return self._all("SELECT * FROM effects WHERE run_id = %s ORDER BY id", (run_id,))

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from overnight.core.errors import ConfigError
 
@@ -31,6 +31,15 @@ class Submission(BaseModel):
     heartbeat_s: float = Field(default=10.0, gt=0)
     """A worker that stops heartbeating for this long is taken for dead: another one
     resumes the night."""
+
+    @field_validator("night_id")
+    @classmethod
+    def _a_directory_name(cls, value: str) -> str:
+        # A submission may come from any Temporal client, not only ours: the id names a
+        # directory under the worker's --runs and must never leave it.
+        if not _ID.match(value):
+            raise ValueError(f"{value!r} is not a night id")
+        return value
 
 
 class NightOutcome(BaseModel):

@@ -34,7 +34,7 @@ FALLBACK_EMAIL = "overnight@localhost"
 
 # Variables that would point git at another repository, index or work tree than the one
 # named with -C (they are set, for instance, when the harness is started from a git hook).
-_REPOSITORY_VARIABLES = (
+REPOSITORY_VARIABLES = (
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -47,7 +47,7 @@ _REPOSITORY_VARIABLES = (
 
 # Options on every git call: the harness never runs a program the repository (or code the
 # agent wrote in it) names: no hooks, no fsmonitor, no submodule recursion.
-_SAFE_OPTIONS = (
+SAFE_GIT_OPTIONS = (
     "-c",
     "core.hooksPath=/dev/null",
     "-c",
@@ -509,9 +509,11 @@ def _write_durably(path: Path, data: bytes) -> None:
         raise WorkspaceError(f"cannot write {path}: {exc}") from exc
 
 
-def _git_env() -> dict[str, str]:
+def git_env() -> dict[str, str]:
+    """The environment of every git call: secrets scrubbed, no variable pointing git
+    elsewhere, no prompt, no optional lock, the C locale."""
     env = scrubbed_env()
-    for name in _REPOSITORY_VARIABLES:
+    for name in REPOSITORY_VARIABLES:
         env.pop(name, None)
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["GIT_OPTIONAL_LOCKS"] = "0"  # `git status` must not take index.lock behind our back
@@ -523,10 +525,10 @@ def _git_raw(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     """Run git in ``cwd``; the caller judges the exit status. FileNotFoundError means no git."""
     try:
         return subprocess.run(
-            ["git", *_SAFE_OPTIONS, "-C", str(cwd), *args],
+            ["git", *SAFE_GIT_OPTIONS, "-C", str(cwd), *args],
             capture_output=True,
             stdin=subprocess.DEVNULL,
-            env=_git_env(),
+            env=git_env(),
             timeout=GIT_TIMEOUT_S,
             check=False,
         )
