@@ -110,9 +110,18 @@ class Confinement(Protocol):
         """The whole environment of a confined command."""
         ...
 
-    def command(self, argv: Sequence[str], *, cwd: Path, info_fd: int | None = None) -> list[str]:
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        info_fd: int | None = None,
+        files: Sequence[Path] = (),
+    ) -> list[str]:
         """The command line running ``argv`` confined in ``cwd``; the confinement writes
-        ``{"child-pid": N}`` to ``info_fd``, the first process of its PID namespace."""
+        ``{"child-pid": N}`` to ``info_fd``, the first process of its PID namespace.
+        ``files`` are regular files made readable at their own path wherever they are (the
+        program a user's entry names)."""
         ...
 
 

@@ -72,6 +72,15 @@ def env_report() -> str:
     return " ".join(names)
 
 
+@app.tool(annotations=READ_ONLY)
+def peek(path: str) -> str:
+    """What a file holds, as this server sees it, or "missing"."""
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return "missing"
+
+
 @app.tool()
 def create_ticket(title: str, priority: int, ctx: Context) -> dict[str, Any]:
     """Open a support ticket (a real effect: written to effects.jsonl)."""

@@ -185,7 +185,7 @@ def test_a_server_is_listed_with_its_hints_and_called(transport: str, record: Pa
         )
         stack.callback(conn.close)
         listed = conn.list_tools()
-        assert {n for n, t in listed.items() if t.read_only} == {"lookup", "env_report"}
+        assert {n for n, t in listed.items() if t.read_only} == {"lookup", "env_report", "peek"}
         assert not listed["create_ticket"].read_only and not listed["crash"].read_only
         assert listed["create_ticket"].input_schema["required"] == ["title", "priority"]
         assert conn.call("lookup", {"item": "toner"}, None, 10) == "toner: 3 in stock"
@@ -247,6 +247,37 @@ def test_a_server_file_next_to_the_spec_is_found_from_the_private_directory(
         conn.close()
     [start] = lines(record, "starts.jsonl")
     assert start["cwd"] != str(spec_dir) and not Path(start["cwd"]).exists()  # removed after
+
+
+@pytest.mark.parametrize("sealed", [False, True])
+def test_a_sandboxed_server_sees_its_own_program_wherever_it_lies_and_nothing_beside_it(
+    sealed: bool, record: Path, tmp_path: Path
+) -> None:
+    # tmp_path is under /tmp, which the sandbox replaces with a private one; a sealed
+    # directory (a workspace, a run directory) is emptied too. The file the entry names is
+    # shown at its own path; the secret next to it stays out of sight.
+    require_bwrap()
+    spec_dir = tmp_path / "servers"
+    spec_dir.mkdir()
+    (spec_dir / "server.py").write_text(SERVER.read_text())
+    secret = spec_dir / "checkpoint.json"
+    secret.write_text('{"budget": "the run\'s own"}')
+    confine = build_sandbox(
+        SandboxSpec(writable=[str(record)]),
+        sealed=[spec_dir] if sealed else [],
+        writable=[record],
+    )
+    entry = {"name": "desk", "allow": ["lookup", "peek"]}
+    entry["command"] = [sys.executable, "./server.py", "--record", str(record), "stdio"]  # type: ignore[assignment]
+    conn = McpConnection(
+        McpServerSpec.model_validate(entry), base_dir=spec_dir, confine=lambda: confine
+    )
+    try:
+        assert conn.call("lookup", {"item": "ink"}, None, 10) == "ink: 3 in stock"
+        seen = conn.call("peek", {"path": str(secret)}, None, 10)
+    finally:
+        conn.close()
+    assert "the run's own" not in seen and "missing" in seen
 
 
 # --------------------------------------------------------------------------- toolbox and ledger

@@ -171,9 +171,18 @@ class Sandbox:
     env: Mapping[str, str] = field(default_factory=dict)
     """The environment every sandboxed command gets."""
 
-    def command(self, argv: Sequence[str], *, cwd: Path, info_fd: int | None = None) -> list[str]:
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        info_fd: int | None = None,
+        files: Sequence[Path] = (),
+    ) -> list[str]:
         """The command line that runs ``argv`` in ``cwd`` inside the sandbox; ``cwd`` is the
-        one writable working directory (with its ``.git`` read-only)."""
+        one writable working directory (with its ``.git`` read-only). Each of ``files`` (a
+        regular file, never a directory, so nothing hidden comes back with it) is bound
+        read-only at its real path, even inside a hidden place or the private ``/tmp``."""
         root = _real(cwd)
         out = [self.prlimit, *self._limits(), "--", self.bwrap]
         out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -192,6 +201,11 @@ class Sandbox:
                 out += ["--ro-bind", "/dev/null", str(hidden)]
         for source, dest in self.layout.readable:
             out += ["--ro-bind", str(source), str(dest)]
+        for file in files:
+            real = _real(file)
+            if not real.is_file():
+                raise ValueError(f"{file} is not a regular file")
+            out += ["--ro-bind", str(real), str(real)]
         for extra in self.layout.writable:
             out += ["--bind", str(extra), str(extra)]
         out += ["--bind", str(root), str(root)]

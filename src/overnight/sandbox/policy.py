@@ -30,9 +30,16 @@ class Counted:
     def env(self) -> Mapping[str, str]:
         return self.sandbox.env
 
-    def command(self, argv: Sequence[str], *, cwd: Path, info_fd: int | None = None) -> list[str]:
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        info_fd: int | None = None,
+        files: Sequence[Path] = (),
+    ) -> list[str]:
         self.on_use()
-        return self.sandbox.command(argv, cwd=cwd, info_fd=info_fd)
+        return self.sandbox.command(argv, cwd=cwd, info_fd=info_fd, files=files)
 
 
 @dataclass

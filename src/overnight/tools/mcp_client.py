@@ -276,15 +276,15 @@ class McpConnection:
                 "w+", prefix=f"overnight-mcp-{self.spec.name}-", suffix=".stderr", delete=False
             ),
         )
-        argv = [self._word(w) for w in self.spec.command]
+        words = [self._word(w) for w in self.spec.command]
         env = server_env(self.spec.env, sandboxed=confinement is not None)
         # The SDK adds HOME, LOGNAME, PATH, SHELL, TERM and USER of its own accord, bubblewrap
         # PWD; what the entry does not list is removed again just before the server starts
         # (names only on the command line, never a value).
         unset = [n for n in (*DEFAULT_INHERITED_ENV_VARS, "PWD") if n not in env]
-        argv = [shutil.which("env") or "/usr/bin/env", *(f"-u{n}" for n in unset), "--", *argv]
+        argv = [shutil.which("env") or "/usr/bin/env", *(f"-u{n}" for n in unset), "--", *words]
         if confinement is not None:
-            argv = confinement.command(argv, cwd=place.scratch)
+            argv = confinement.command(argv, cwd=place.scratch, files=program_files(words))
         params = StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=place.scratch)
         return stdio_client(params, errlog=place.errlog)
 
@@ -298,6 +298,18 @@ class McpConnection:
             if candidate.is_file():
                 return str(candidate.resolve())
         return word
+
+
+def program_files(words: list[str]) -> list[Path]:
+    """The files a server's command names by absolute path (its script, its binary), which
+    the sandbox must show even when they lie in a hidden place or under ``/tmp``. A symlink is
+    left alone: a virtualenv's ``python`` finds its environment through the link, and the
+    environment is visible already."""
+    return [
+        Path(w)
+        for w in words
+        if Path(w).is_absolute() and Path(w).is_file() and os.path.realpath(w) == w
+    ]
 
 
 def server_env(
