@@ -106,7 +106,18 @@ _MIGRATION_LOCK = 7_244_510_001  # any constant: the advisory lock the migrating
 
 def connect_pool(url: str, *, max_size: int = 20) -> Pool:
     """A pool of autocommit connections to ``url``; a database that cannot be reached is a
-    ``ConfigError`` naming the URL (with the password left out)."""
+    ``ConfigError`` naming the URL (with the password left out).
+
+    One plain connection is tried first: the pool would retry a refused one until its
+    timeout and then report only that it timed out, where the driver says why at once."""
+    try:
+        psycopg.connect(url, connect_timeout=15).close()
+    except psycopg.Error as exc:
+        raise ConfigError(
+            "--database",
+            f"cannot connect to {redacted(url)}: {_scrubbed(str(exc), url)}",
+            "check the URL and that the server is up",
+        ) from None
     pool: Pool = ConnectionPool(
         url,
         connection_class=psycopg.Connection[DictRow],
@@ -123,6 +134,16 @@ def connect_pool(url: str, *, max_size: int = 20) -> Pool:
             "--database", f"cannot connect to {redacted(url)}: {exc}", "check the URL"
         ) from None
     return pool
+
+
+def _scrubbed(message: str, url: str) -> str:
+    """``message`` on one line, without the URL's password should the driver quote it."""
+    message = " ".join(message.split())
+    try:
+        password = psycopg.conninfo.conninfo_to_dict(url).get("password")
+    except psycopg.ProgrammingError:
+        return message
+    return message.replace(str(password), "***") if password else message
 
 
 def redacted(url: str) -> str:
