@@ -225,7 +225,9 @@ def fleet(base: Path) -> Iterator[Fleet]:
 # -- nights ---------------------------------------------------------------------------------
 
 FAKES = '''"""Fakes for fleet nights: a model that bills a fixed usage per call, an executor that
-calls it and writes its task's file."""
+calls it and writes its task's file. The request is at least 1,000 bytes, so the 1,000 input
+tokens billed lie within the reservation (a byte-level tokenizer never bills more tokens than
+bytes): an honest provider, whose bills the fleet cap can bound."""
 import os
 import time
 
@@ -234,6 +236,7 @@ from overnight.models.types import ModelRequest
 from overnight.testing.fakes import text_answer, usage_dict
 
 LATENCY_S = float(os.environ.get("FLEET_FAKE_LATENCY_S", "0"))
+SYSTEM = "You carry out one task: write the file its brief names, nothing else.\\n" * 14
 
 
 def model(request):
@@ -247,7 +250,7 @@ class Executor:
             ModelRequest(
                 model=ctx.model,
                 purpose="execute",
-                system="You carry out one task.",
+                system=SYSTEM,
                 messages=[{"role": "user", "content": task.brief}],
                 max_tokens=200,
             )
