@@ -137,8 +137,12 @@ def test_money_and_time_read_the_same_in_both(budget_run: Path) -> None:
     md, page = render_markdown_facts(facts), render_html_facts(facts)
     money = r.budgets.cost_usd
     assert money.refused_at is not None
-    used, refused = fmt_usd(money.used), fmt_usd(money.refused_at)
+    # The table is "at the stop decision": the figure the stop was decided on, not the total
+    # with the closing summary paid on top.
+    assert money.at_stop is not None and money.at_stop < money.used
+    used, refused = fmt_usd(money.at_stop), fmt_usd(money.refused_at)
     assert f"| money | {used} | $1.00 | 90% | $0.90 | $0.92 |" in md
+    assert f"Spent {fmt_usd(money.used)} in " in md and fmt_usd(money.used) in page
     assert f"(a call that would reach {refused} was refused)" in md
     assert f"{used} of $1.00 (90%)" in page and f"would have reached {refused} (100%)" in page
     assert "| seconds | 0:05:00 | 1:00:00 | 8% | 0:55:12 | 0:55:12 |" in md

@@ -282,6 +282,8 @@ def _goal(r: TerminalResult) -> GoalFacts:
 def _budget(key: str, name: str, b: BudgetBlock, fractions: BudgetFractions) -> BudgetRow:
     limit = b.limit
     gauge = limit if limit is not None and limit > 0 else None  # shares are taken of it
+    # The figure the stop was decided on; the closing summary is paid on top of it.
+    used = b.at_stop if b.at_stop is not None else b.used
 
     def mark(kind: MarkKind, value: float | None) -> BudgetMark | None:
         if value is None:
@@ -297,19 +299,19 @@ def _budget(key: str, name: str, b: BudgetBlock, fractions: BudgetFractions) -> 
         mark("refused", b.refused_at),
     )
     state: Literal["ok", "near", "over"] = "ok"
-    if (b.stop_at is not None and b.used >= b.stop_at) or b.refused_at is not None:
+    if (b.stop_at is not None and used >= b.stop_at) or b.refused_at is not None:
         state = "over"
-    elif notice is not None and b.used >= notice:
+    elif notice is not None and used >= notice:
         state = "near"
     return BudgetRow(
         key=key,
         name=name,
-        used=fmt_amount(key, b.used),
+        used=fmt_amount(key, used),
         limit=None if limit is None else fmt_amount(key, limit),
-        share=None if gauge is None else fmt_share(b.used / gauge),
+        share=None if gauge is None else fmt_share(used / gauge),
         no_model=key == "cost_usd" and limit is not None and gauge is None,
         state=state,
-        used_value=float(b.used),
+        used_value=float(used),
         limit_value=None if limit is None else float(limit),
         marks=[m for m in marks if m is not None],
     )
