@@ -17,6 +17,7 @@ from overnight.report.markdown import render_markdown_facts
 from overnight.report.result import (
     ParkedEntry,
     PredicateBlock,
+    ResultWarning,
     TerminalResult,
     Wrapup,
 )
@@ -85,6 +86,17 @@ def parked_with_protected_changes(r: TerminalResult) -> TerminalResult:
     return r.model_copy(update={"plan": plan})
 
 
+def billing_warnings(r: TerminalResult) -> TerminalResult:
+    over = ResultWarning(
+        kind="over_reservation",
+        message="billed $0.0075 against $0.0055 reserved; booked in full",
+        purpose="execute",
+        attempt=2,
+    )
+    unknown = ResultWarning(kind="usage_unknown", message="the answer carried no usage")
+    return r.model_copy(update={"warnings": [over, unknown]})
+
+
 def unchanged(r: TerminalResult) -> TerminalResult:
     return r
 
@@ -96,6 +108,7 @@ VARIANTS: list[Variant] = [
     summary_failed_and_trace_cut,
     predicate_met_with_output,
     parked_with_protected_changes,
+    billing_warnings,
 ]
 
 
@@ -129,6 +142,9 @@ def test_the_variants_put_their_facts_in_both(full_run: Path) -> None:
     assert {"make check", "passed"} <= shared(predicate_met_with_output)
     parked = shared(parked_with_protected_changes)
     assert {"FAILED tests/test_x.py::test_y", "Makefile", "z10"} <= parked
+    billed = shared(billing_warnings)
+    assert {"over_reservation", "execute attempt 2", "usage_unknown", "a call"} <= billed
+    assert "billed $0.0075 against $0.0055 reserved; booked in full" in billed
 
 
 def test_money_and_time_read_the_same_in_both(budget_run: Path) -> None:

@@ -18,6 +18,7 @@ from overnight.core.drift import DRIFT_PRUNE_ABOVE
 from overnight.core.endings import DRIFT_HALT_ABOVE
 from overnight.report.result import BudgetBlock, TerminalResult, VerifiedTask
 from overnight.report.view import (
+    BillingWarning,
     BudgetMark,
     BudgetRow,
     CurvePoint,
@@ -346,6 +347,21 @@ def _spend(r: TerminalResult, fractions: BudgetFractions) -> SpendFacts:
             for p in s.curve
         ],
         limit=r.budgets.cost_usd.limit,
+        warnings=[
+            BillingWarning(
+                kind=w.kind,
+                call=" ".join(
+                    part
+                    for part in (
+                        w.purpose or "a call",
+                        "" if w.attempt is None else f"attempt {w.attempt}",
+                    )
+                    if part
+                ),
+                message=w.message,
+            )
+            for w in r.warnings
+        ],
     )
 
 

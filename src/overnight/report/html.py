@@ -265,6 +265,11 @@ def _spend(s: SpendFacts) -> str:
         + (f"<table>{purposes}</table>" if purposes else '<p class="muted">no spend</p>')
         + "</div></div>"
     )
+    if s.warnings:
+        items = "".join(
+            f"<li><code>{e(w.kind)}</code> {e(w.call)}: {e(w.message)}</li>" for w in s.warnings
+        )
+        facts += f"<h3>Billing warnings ({len(s.warnings)})</h3><ul>{items}</ul>"
     if s.model_calls == 0 and not s.curve:
         note = '<p class="muted">Nothing to plot: no model call was made in this night.</p>'
         return f'<section id="spend"><h2>Spend over time</h2>{note}{facts}</section>'

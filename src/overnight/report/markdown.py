@@ -100,6 +100,10 @@ def render_markdown_facts(f: ReportFacts) -> str:
     if s.by_purpose:
         out.append("By purpose: " + ", ".join(f"{p.name} {p.value}" for p in s.by_purpose) + ".")
         out.append("")
+    if s.warnings:
+        out.append(f"Billing warnings ({len(s.warnings)}):")
+        out.extend(f"- `{w.kind}` {w.call}: {w.message}" for w in s.warnings)
+        out.append("")
     out.append(_spend_curve(s))
     out.append("")
     out.append(f"## Verified tasks ({len(t.verified)})")

@@ -146,6 +146,17 @@ class SpendFacts:
     curve: list[CurvePoint]
     limit: float | None
     """The money limit, for the chart's scale."""
+    warnings: list[BillingWarning] = field(default_factory=list)
+    """Calls whose bill was not simply what they reported within what was reserved."""
+
+
+@dataclass(frozen=True)
+class BillingWarning:
+    kind: str
+    """``usage_unknown``, ``over_reservation``...: the ``kind`` of the result's warning."""
+    call: str
+    """Which call: its purpose and attempt, as far as the journal said."""
+    message: str
 
 
 @dataclass(frozen=True)
