@@ -102,17 +102,24 @@ def repo_with(tmp_path: Path, spec: str) -> Path:
     return ws
 
 
+def refused_before_anything(tmp_path: Path, spec: str, blocked: str) -> str:
+    """``overnight run`` of ``spec`` without ``blocked``: exit 64, no run directory, no
+    branch. Returns what it printed on stderr."""
+    ws = repo_with(tmp_path, spec)
+    run = tmp_path / "run"
+    answer, stderr = without((blocked,), "run", "night.toml", "--run-dir", str(run), cwd=ws)
+    assert answer["code"] == 64, stderr
+    assert not run.exists()
+    assert git(ws, "branch", "--list", "overnight/*").strip() == ""
+    return stderr
+
+
 def test_telemetry_asked_for_without_the_otel_extra_is_refused_before_anything(
     tmp_path: Path,
 ) -> None:
     spec = SPEC + '[telemetry]\notlp_endpoint = "http://127.0.0.1:9/v1/traces"\n' + COMMAND_TASK
-    ws = repo_with(tmp_path, spec)
-    run = tmp_path / "run"
-    answer, stderr = without(("opentelemetry",), "run", "night.toml", "--run-dir", str(run), cwd=ws)
-    assert answer["code"] == 64, stderr
+    stderr = refused_before_anything(tmp_path, spec, "opentelemetry")
     assert "telemetry" in stderr and "pip install 'overnight[otel]'" in stderr
-    assert not run.exists()
-    assert git(ws, "branch", "--list", "overnight/*").strip() == ""
 
 
 def test_an_mcp_server_without_the_mcp_extra_is_refused_before_anything(tmp_path: Path) -> None:
@@ -126,10 +133,6 @@ def test_an_mcp_server_without_the_mcp_extra_is_refused_before_anything(tmp_path
         + 'allow = ["lookup"]\n'
         + '[[tasks]]\nid = "a"\ntitle = "a"\nbrief = "write a.txt"\nverify = "test -f a.txt"\n'
     )
-    ws = repo_with(tmp_path, spec)
-    run = tmp_path / "run"
-    answer, stderr = without(("mcp",), "run", "night.toml", "--run-dir", str(run), cwd=ws)
-    assert answer["code"] == 64, stderr
+    stderr = refused_before_anything(tmp_path, spec, "mcp")
     assert "tools.mcp.desk" in stderr and "pip install 'overnight[mcp]'" in stderr
-    assert not run.exists()
     assert not (tmp_path / "r").exists()  # the server was never started
