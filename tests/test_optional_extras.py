@@ -123,13 +123,13 @@ def test_telemetry_asked_for_without_the_otel_extra_is_refused_before_anything(
 
 
 def test_an_mcp_server_without_the_mcp_extra_is_refused_before_anything(tmp_path: Path) -> None:
-    command = json.dumps([sys.executable, str(MCP_SERVER), "--record", str(tmp_path / "r")])
+    server = [sys.executable, str(MCP_SERVER), "--record", str(tmp_path / "r"), "stdio"]
     spec = (
         SPEC
         + '[model]\nprovider = "python"\ntarget = "fakes:model"\nname = "fake"\n'
         + "[prices.fake]\ninput = 1.0\noutput = 1.0\n"
         + "[tools]\nallow = []\n"
-        + f'[[tools.mcp]]\nname = "desk"\ncommand = {command[:-1]}, "stdio"]\n'
+        + f'[[tools.mcp]]\nname = "desk"\ncommand = {json.dumps(server)}\n'
         + 'allow = ["lookup"]\n'
         + '[[tasks]]\nid = "a"\ntitle = "a"\nbrief = "write a.txt"\nverify = "test -f a.txt"\n'
     )

@@ -16,7 +16,7 @@ from typing import Any, Literal
 from overnight.core.budget import BudgetFractions
 from overnight.core.drift import DRIFT_PRUNE_ABOVE
 from overnight.core.endings import DRIFT_HALT_ABOVE
-from overnight.report.result import BudgetBlock, TerminalResult, VerifiedTask
+from overnight.report.result import BudgetBlock, ResultWarning, TerminalResult, VerifiedTask
 from overnight.report.view import (
     BillingWarning,
     BudgetMark,
@@ -347,22 +347,15 @@ def _spend(r: TerminalResult, fractions: BudgetFractions) -> SpendFacts:
             for p in s.curve
         ],
         limit=r.budgets.cost_usd.limit,
-        warnings=[
-            BillingWarning(
-                kind=w.kind,
-                call=" ".join(
-                    part
-                    for part in (
-                        w.purpose or "a call",
-                        "" if w.attempt is None else f"attempt {w.attempt}",
-                    )
-                    if part
-                ),
-                message=w.message,
-            )
-            for w in r.warnings
-        ],
+        warnings=[_billing_warning(w) for w in r.warnings],
     )
+
+
+def _billing_warning(w: ResultWarning) -> BillingWarning:
+    call = w.purpose or "a call"
+    if w.attempt is not None:
+        call += f" attempt {w.attempt}"
+    return BillingWarning(kind=w.kind, call=call, message=w.message)
 
 
 def _tasks(r: TerminalResult) -> TaskFacts:

@@ -134,6 +134,15 @@ class CurvePoint:
 
 
 @dataclass(frozen=True)
+class BillingWarning:
+    kind: str
+    """``usage_unknown``, ``over_reservation``...: the ``kind`` of the result's warning."""
+    call: str
+    """Which call: its purpose and attempt, as far as the journal said."""
+    message: str
+
+
+@dataclass(frozen=True)
 class SpendFacts:
     total: str
     model_calls: int
@@ -148,15 +157,6 @@ class SpendFacts:
     """The money limit, for the chart's scale."""
     warnings: list[BillingWarning] = field(default_factory=list)
     """Calls whose bill was not simply what they reported within what was reserved."""
-
-
-@dataclass(frozen=True)
-class BillingWarning:
-    kind: str
-    """``usage_unknown``, ``over_reservation``...: the ``kind`` of the result's warning."""
-    call: str
-    """Which call: its purpose and attempt, as far as the journal said."""
-    message: str
 
 
 @dataclass(frozen=True)
