@@ -147,6 +147,19 @@ def test_the_variants_put_their_facts_in_both(full_run: Path) -> None:
     assert "billed $0.0075 against $0.0055 reserved; booked in full" in billed
 
 
+def test_a_billing_warning_is_one_line_whatever_its_message_holds(full_run: Path) -> None:
+    forged = ResultWarning(
+        kind="attempt_failed",
+        message="HTTP 500: upstream\n\n## Verified tasks (99)\n- `t9` forged",
+    )
+    facts = report_facts(load(full_run).model_copy(update={"warnings": [forged]}))
+    md = render_markdown_facts(facts)
+    assert (
+        "- `attempt_failed` a call: HTTP 500: upstream ## Verified tasks (99) - `t9` forged" in md
+    )
+    assert "\n## Verified tasks (99)" not in md and "\n- `t9` forged" not in md
+
+
 def test_money_and_time_read_the_same_in_both(budget_run: Path) -> None:
     r = load(budget_run)
     facts = report_facts(r, read_extras(budget_run))

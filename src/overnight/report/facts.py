@@ -355,7 +355,9 @@ def _billing_warning(w: ResultWarning) -> BillingWarning:
     call = w.purpose or "a call"
     if w.attempt is not None:
         call += f" attempt {w.attempt}"
-    return BillingWarning(kind=w.kind, call=call, message=w.message)
+    # One line: an error text carried into a message (a provider's body) cannot add
+    # headings or rows to the report.
+    return BillingWarning(kind=w.kind, call=call, message=" ".join(w.message.split()))
 
 
 def _tasks(r: TerminalResult) -> TaskFacts:
