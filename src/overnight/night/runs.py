@@ -20,6 +20,7 @@ from overnight.core.endings import Ending, Stop
 from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
+from overnight.estimate.history import record_run_workload
 from overnight.night import worktree as ws
 from overnight.night.compose import NightParts, Shared, compose
 from overnight.night.night import Night
@@ -110,6 +111,8 @@ def _drive(night: Night, spans: NightSpans | None = None) -> TerminalResult:
         return result
     finally:
         night.close()
+        if result is not None:  # what `overnight estimate` learns from
+            record_run_workload(night.run_dir.path)
         if spans is not None:  # after the result is written: the export can change nothing
             spans.close(result)
 

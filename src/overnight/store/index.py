@@ -4,6 +4,9 @@ One framed JSON line per run, appended when the run directory is created. It let
 stand wherever a run directory is asked for, ``overnight list`` show them all, and
 ``overnight review`` see runs made with ``--run-dir`` or by the demo. A line that cannot be
 read is skipped (the index is a convenience; each run directory stays its own record).
+
+At every ending a second line, ``kind`` ``workload``, carries the run's workload facts
+(``overnight.estimate.facts``): what ``overnight estimate`` learns a night's cost from.
 """
 
 from __future__ import annotations
@@ -49,6 +52,29 @@ def register(run_id: str, path: Path, workspace: str, created_at: str) -> None:
             journal.close()
     except OSError:
         pass
+
+
+def record_workload(run_id: str, facts: dict[str, Any]) -> None:
+    """Add a run's workload facts to the index (best effort, like ``register``)."""
+    target = index_path()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        journal = Journal(target, durable=False)
+        try:
+            journal.append({"kind": "workload", "run_id": run_id, "facts": facts})
+        finally:
+            journal.close()
+    except OSError:
+        pass
+
+
+def workload_records() -> dict[str, dict[str, Any]]:
+    """Every run's latest recorded workload facts, by run id (unread and unchecked)."""
+    found: dict[str, dict[str, Any]] = {}
+    for r in read_intact_records(index_path()):
+        if r.get("kind") == "workload" and isinstance(r.get("facts"), dict):
+            found[str(r.get("run_id"))] = r["facts"]
+    return found
 
 
 def _records(path: Path) -> list[dict[str, Any]]:
