@@ -175,6 +175,19 @@ def _parser() -> argparse.ArgumentParser:
         help="the reference night without a spec: 40 tasks x 6 calls, $5/$25 and $3/$15 per MTok",
     )
     est.add_argument("--json", action="store_true", help="the whole derivation as JSON")
+    est.add_argument(
+        "--from",
+        dest="from_runs",
+        nargs="+",
+        metavar="RUN",
+        help="learn from these runs (run directories or ids) instead of the recorded runs of "
+        "the spec's workspace",
+    )
+    est.add_argument(
+        "--no-history",
+        action="store_true",
+        help="ignore recorded runs: the derivation from the spec and the reference night",
+    )
     for flag in workload_flags():
         est.add_argument(
             flag.option, dest=flag.dest, type=flag.type, metavar=flag.metavar, help=flag.help
@@ -386,13 +399,36 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         defaults = spec_defaults(spec)
         provider = spec.model.provider if spec.model is not None else "python"
         known = {name: p.price() for name, p in spec.prices.items()}
+    history: dict[str, Any] | None = None
+    if args.spec is not None:
+        from overnight.cli.estimate import learned_estimate, require_task_count
+        from overnight.estimate.render_learned import render_learned
+
+        if args.no_history and args.from_runs:
+            raise ConfigError("--from", "give --from or --no-history, not both")
+        learned, why = (
+            (None, "--no-history")
+            if args.no_history
+            else (learned_estimate(spec, args, table, overrides))
+        )
+        if learned is not None:
+            if args.json:
+                print(json.dumps(learned.as_dict(), indent=2, sort_keys=True))
+            else:
+                sys.stdout.write(render_learned(learned))
+            return 0
+        require_task_count(spec, table, overrides)
+        history = {"used": False, "why": why}
     workload = resolve_workload(
         table, overrides, defaults, lambda name: price_for(name, provider, known)
     )
     result = estimate(workload)
     if args.json:
-        print(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+        printed = result.as_dict() | ({} if history is None else {"history": history})
+        print(json.dumps(printed, indent=2, sort_keys=True))
     else:
+        if history is not None and spec.model is not None:
+            print(f"No history to learn from ({why}): the derivation from the spec.\n")
         sys.stdout.write(render_text(result))
     return 0
 
