@@ -5,10 +5,13 @@ it is sent to ``$HOSTILE_LOG`` (one JSON line each), so a test can check what re
 model. Both variables live in the harness's environment only: a sandboxed command never
 sees them.
 
-The script: ``{"execute": [[tool, input], ...], "plan": [answer, ...], "replan": [...]}``.
+The script: ``{"execute": [[tool, input], ...], "plan": [answer, ...], "replan": [...],
+"final": text, "summary": text}``.
 ``execute`` steps are played in order within one task attempt (step n answers the request
 holding n assistant turns); once they run out the model says it is done. ``plan`` and
-``replan`` answers are handed out one per request, the last one repeated.
+``replan`` answers are handed out one per request, the last one repeated. ``final`` is the
+agent's closing text of each attempt (lessons are lines of it), ``summary`` the closing
+summary of the night.
 """
 
 from __future__ import annotations
@@ -50,5 +53,5 @@ def model(request: ModelRequest) -> dict[str, Any]:
         if step < len(steps):
             name, payload = steps[step]
             return tool_answer(name, payload, usage)
-        return text_answer("All done: the tests pass now.", usage)
-    return text_answer("Closing note: everything went to plan.", usage)
+        return text_answer(script.get("final", "All done: the tests pass now."), usage)
+    return text_answer(script.get("summary", "Closing note: everything went to plan."), usage)

@@ -154,17 +154,20 @@ class AttackNight:
         *,
         plan: list[dict[str, Any]] | None = None,
         replan: list[dict[str, Any]] | None = None,
-        args: tuple[str, ...] = (),
+        final: str | None = None,
+        summary: str | None = None,
+        args: tuple[str, ...] = ("--quiet",),
     ) -> Outcome:
         """Write the script and the spec, run the night to its end."""
-        script = {"execute": [list(s) for s in execute or []]}
-        if plan is not None:
-            script["plan"] = plan
-        if replan is not None:
-            script["replan"] = replan
+        script: dict[str, Any] = {"execute": [list(s) for s in execute or []]}
+        for key, value in (("plan", plan), ("replan", replan), ("final", final)):
+            if value is not None:
+                script[key] = value
+        if summary is not None:
+            script["summary"] = summary
         self.script_path.write_text(json.dumps(script))
         self.spec_path.write_text(dumps(self.spec()))
-        return self.cli("run", self.spec_path, "--run-dir", self.run_dir, "--quiet", *args)
+        return self.cli("run", self.spec_path, "--run-dir", self.run_dir, *args)
 
     def cli(self, *args: str | Path) -> Outcome:
         proc = subprocess.run(

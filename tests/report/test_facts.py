@@ -155,7 +155,8 @@ def test_a_billing_warning_is_one_line_whatever_its_message_holds(full_run: Path
     facts = report_facts(load(full_run).model_copy(update={"warnings": [forged]}))
     md = render_markdown_facts(facts)
     assert (
-        "- `attempt_failed` a call: HTTP 500: upstream ## Verified tasks (99) - `t9` forged" in md
+        "- `attempt_failed` a call: HTTP 500: upstream ## Verified tasks (99) - \\`t9\\` forged"
+        in md
     )
     assert "\n## Verified tasks (99)" not in md and "\n- `t9` forged" not in md
 
@@ -182,7 +183,7 @@ def test_effect_arguments_read_as_json_in_both(full_run: Path) -> None:
     facts = report_facts(load(full_run), read_extras(full_run))
     md, page = render_markdown_facts(facts), render_html_facts(facts)
     args = '{"subject": "<i>done</i>", "to": "ops@example.invalid"}'
-    assert f"`send_email` {args} -> " + '{"message_id": "m-1"}' in md
+    assert f"`send_email` `{args}` -> " + '`{"message_id": "m-1"}`' in md
     assert f"<code>{escape(args)}</code>" in page
 
 

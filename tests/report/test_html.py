@@ -406,4 +406,4 @@ def test_lessons_show_code_spans_and_via_is_explained(full_run: Path) -> None:
     page = render_html(result, extras)
     assert "<code>python3 -m unittest</code>" in page and "`python3" not in page
     assert "a ` lone mark" in page
-    assert "via <code>resume</code>" in page
+    assert "verified right after it ran" in page

@@ -362,7 +362,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([i.as_dict() for i in items], indent=2, sort_keys=True))
     else:
-        print(render(items))
+        print(printable(render(items)))
     return 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from html import escape
 
+from overnight.core.text import printable
 from overnight.report.facts import fmt_usd
 from overnight.report.view import BudgetMark, BudgetRow, CurvePoint, DriftFacts, MoneyLineFacts
 
@@ -28,7 +29,8 @@ MARK_WORDS = {
 
 
 def esc(value: object) -> str:
-    return escape(str(value), quote=True)
+    """Text for the page: HTML-escaped, without bidi controls or escape sequences."""
+    return escape(printable(str(value)), quote=True)
 
 
 def coord(value: float) -> str:

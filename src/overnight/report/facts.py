@@ -168,6 +168,29 @@ def command_note(v: VerifiedTask) -> str:
     return ""
 
 
+#: How a task was verified, in words.
+VIA_SAID = {
+    "lap": "verified right after it ran",
+    "resume": "found in flight by a resumed run and verified there, without running it again",
+}
+
+
+def alert_sentence(route: str, sent: list[dict[str, Any]]) -> str:
+    """What became of the alert this ending calls for, in one sentence."""
+    if not sent:
+        if route == "none":
+            return "Alert: none (this ending calls for no alert)."
+        return f'Alert: this ending calls for the "{route}" route; nothing was sent.'
+    said = []
+    for a in sent:
+        how = f" ({a['via']})" if a.get("via") else ""
+        verb = "was sent" if a.get("ok") else "failed"
+        detail = str(a.get("detail") or "")
+        tail = f": {detail}" if detail and detail != "sent" else ""
+        said.append(f'the "{a.get("action", route)}" route{how} {verb}{tail}')
+    return f"Alerted: {'; '.join(said)}."
+
+
 def fmt_share(fraction: float) -> str:
     return f"{100 * fraction:.0f}%"
 
@@ -261,6 +284,7 @@ def _headline(r: TerminalResult) -> Headline:
         resumable=r.resumable,
         why=sentence(r.message),
         alert=r.alert,
+        alert_said=alert_sentence(r.alert, r.alerts),
         alerts_sent=[[Pair(str(k), as_text(v)) for k, v in sent.items()] for sent in r.alerts],
         banner=sandbox_banner(r),
     )
@@ -384,6 +408,7 @@ def _tasks(r: TerminalResult) -> TaskFacts:
                 short_commit=(v.commit or "-")[:12],
                 attempts=v.attempts,
                 via=v.via,
+                via_said=VIA_SAID[v.via],
                 note=command_note(v),
             )
             for v in r.verified

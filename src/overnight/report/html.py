@@ -137,7 +137,7 @@ def _verdict(f: ReportFacts) -> str:
         ("class", e(h.status)),
         ("exit code", e(h.exit_code)),
         ("resumable", "yes" if h.resumable else "no"),
-        ("alert", e(h.alert)),
+        ("alert", e(h.alert_said)),
     ]
     dl = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
     flight = tasks.in_flight
@@ -320,9 +320,14 @@ def _table(head: Iterable[str], rows: list[str], empty: str) -> str:
 
 def _tasks(t: TaskFacts) -> str:
     verified = [
-        f'<tr data-task="{e(v.id)}"><td><code>{e(v.id)}</code></td><td>{e(v.title)}</td>'
-        f'<td><code title="{e(v.commit)}">{e(v.short_commit)}</code></td>'
-        f'<td class="num">{v.attempts}</td><td>{e(v.via)}'
+        f'<tr data-task="{e(v.id)}" data-via="{e(v.via)}"><td><code>{e(v.id)}</code></td>'
+        f"<td>{e(v.title)}</td>"
+        + (
+            f'<td><code title="{e(v.commit)}">{e(v.short_commit)}</code></td>'
+            if v.commit
+            else "<td>verified, nothing to commit</td>"
+        )
+        + f'<td class="num">{v.attempts}</td><td>{e(v.via_said)}'
         + (f"<br><span class='muted'>{e(v.note)}</span>" if v.note else "")
         + "</td></tr>"
         for v in t.verified
@@ -365,14 +370,7 @@ def _tasks(t: TaskFacts) -> str:
     return (
         '<section id="tasks"><h2>Tasks</h2>'
         f"<h3>Verified ({len(t.verified)})</h3>"
-        + _table(("id", "title", "commit", "attempts", "via"), verified, "No task was verified.")
-        + (
-            '<p class="legend">via <code>lap</code>: verified right after it ran; via '
-            "<code>resume</code>: found in flight by a resumed run and verified there, without "
-            "running it again.</p>"
-            if t.verified
-            else ""
-        )
+        + _table(("id", "title", "commit", "attempts", "how"), verified, "No task was verified.")
         + f"<h3>Parked ({len(t.parked)})</h3>"
         + _table(("id", "title", "reason", "patch"), parked, "None.")
         + f"<h3>Pruned for drift ({len(t.pruned)})</h3>"

@@ -5,7 +5,7 @@ It lays out the report's facts (``overnight.report.view``) as text; it derives n
 
 from __future__ import annotations
 
-from overnight.core.text import printable
+from overnight.core.text import md_code, md_escape, md_fence, printable
 from overnight.report.facts import ReportExtras, report_facts
 from overnight.report.result import TerminalResult
 from overnight.report.view import BudgetRow, ReportFacts, SpendFacts
@@ -64,25 +64,27 @@ def render_markdown_facts(f: ReportFacts) -> str:
         out.append("")
     out.append(
         f"**{h.stop_reason}** ({h.status}, exit {h.exit_code}, "
-        f"{'resumable' if h.resumable else 'not resumable'}): {h.why}"
+        f"{'resumable' if h.resumable else 'not resumable'}): {md_escape(h.why)}"
     )
     out.append("")
-    alert = f"Alert: {h.alert}."
+    alert = md_escape(h.alert_said)
     if h.alerts_sent:
-        sent = "; ".join(", ".join(f"{p.name}: {p.value}" for p in a) for a in h.alerts_sent)
+        sent = "; ".join(
+            ", ".join(f"{md_escape(p.name)}: {md_code(p.value)}" for p in a) for a in h.alerts_sent
+        )
         alert += f" Sent: {sent}."
     out.append(alert)
     out.append("")
-    out.append(f"Goal: {f.goal.text}")
+    out.append(f"Goal: {md_escape(f.goal.text)}")
     out.append("")
     out.append("## Summary")
     out.append("")
     out.append(f"_{f.summary.written_by}_")
     out.append("")
     if f.summary.error:
-        out.append(f"The summary call failed: `{f.summary.error}`")
+        out.append(f"The summary call failed: {md_code(f.summary.error)}")
         out.append("")
-    out.append(f.summary.text)
+    out.append(md_fence(f.summary.text))
     out.append("")
     out.append("## Budgets (at the stop decision)")
     out.append("")
@@ -102,16 +104,20 @@ def render_markdown_facts(f: ReportFacts) -> str:
         out.append("")
     if s.warnings:
         out.append(f"Billing warnings ({len(s.warnings)}):")
-        out.extend(f"- `{w.kind}` {w.call}: {w.message}" for w in s.warnings)
+        out.extend(
+            f"- {md_code(w.kind)} {md_escape(w.call)}: {md_escape(w.message)}" for w in s.warnings
+        )
         out.append("")
     out.append(_spend_curve(s))
     out.append("")
     out.append(f"## Verified tasks ({len(t.verified)})")
     out.append("")
     for v in t.verified:
+        landed = f"commit `{v.short_commit}`" if v.commit else "verified, nothing to commit"
+        note = f" ({v.note}; its verify passed)" if v.note else ""
         out.append(
-            f"- `{v.id}` {v.title} - commit `{v.short_commit}`, {v.attempts} attempt(s), "
-            f"via {v.via}" + (f" ({v.note}; its verify passed)" if v.note else "")
+            f"- {md_code(v.id)} {md_code(v.title)} - {landed}, {v.attempts} attempt(s), "
+            f"{v.via_said}{note}"
         )
     if not t.verified:
         out.append("- none")
@@ -119,36 +125,38 @@ def render_markdown_facts(f: ReportFacts) -> str:
     out.append(f"## Parked tasks ({len(t.parked)})")
     out.append("")
     for p in t.parked:
-        patch = f" (patch: `{p.patch}`)" if p.patch else ""
-        out.append(f"- `{p.id}` {p.title}: {p.reason}{patch}")
+        patch = f" (patch: {md_code(p.patch)})" if p.patch else ""
+        out.append(f"- {md_code(p.id)} {md_code(p.title)}: {md_code(p.reason)}{patch}")
         if p.protected_changes:
-            changed = ", ".join(f"`{path}`" for path in p.protected_changes)
+            changed = ", ".join(md_code(path) for path in p.protected_changes)
             out.append(f"  - protected paths it changed (not committed): {changed}")
         if p.verifier_said:
-            out.append(f"  - verifier said: {p.verifier_said}")
+            out.append(f"  - verifier said: {md_code(p.verifier_said)}")
     if not t.parked:
         out.append("- none")
     out.append("")
     if t.in_flight:
-        out.append(f"In flight when the run stopped (resume verifies it): `{t.in_flight}`")
+        out.append(f"In flight when the run stopped (resume verifies it): {md_code(t.in_flight)}")
     else:
         out.append("In flight when the run stopped: none.")
     out.append("")
-    out.append(f"Not started: {', '.join(t.not_started) or 'none'}")
+    out.append(f"Not started: {', '.join(md_code(i) for i in t.not_started) or 'none'}")
     out.append("")
     if t.pruned:
         out.append("## Pruned for drift")
         out.append("")
         for pr in t.pruned:
-            out.append(f"- `{pr.id}` {pr.title} (score {pr.score})")
+            out.append(f"- {md_code(pr.id)} {md_code(pr.title)} (score {pr.score})")
         out.append("")
     out.append(f"## External effects ({len(f.effects)})")
     out.append("")
     for fx in f.effects:
-        answer = f" -> {fx.answer}" if fx.answer is not None else ""
-        error = f" ({fx.error})" if fx.error else ""
-        out.append(f"- **{fx.state}** `{fx.tool}` {fx.args}{answer}{error}")
-        out.append(f"  - task `{fx.task}`, key `{fx.key}`")
+        answer = f" -> {md_code(fx.answer)}" if fx.answer is not None else ""
+        error = f" ({md_code(fx.error)})" if fx.error else ""
+        out.append(
+            f"- **{md_escape(fx.state)}** {md_code(fx.tool)} {md_code(fx.args)}{answer}{error}"
+        )
+        out.append(f"  - task {md_code(fx.task)}, key {md_code(fx.key)}")
     if not f.effects:
         out.append("- none")
     out.append("")
@@ -157,37 +165,37 @@ def render_markdown_facts(f: ReportFacts) -> str:
     out.append(f.drift.rule)
     out.append("")
     for d in f.drift.checks:
-        off = f"; off-goal: {d.off_goal}" if d.off_goal else ""
+        off = f"; off-goal: {md_code(d.off_goal)}" if d.off_goal else ""
         out.append(f"- after {d.after_tasks} task(s): {d.score} ({d.action}), at {d.at}{off}")
     if not f.drift.checks:
         out.append("- no drift check ran")
     out.append("")
     out.append(f"## Lessons ({len(f.lessons)})")
     out.append("")
-    out.extend(f"- {lesson}" for lesson in f.lessons)
+    out.extend(f"- {md_code(lesson)}" for lesson in f.lessons)
     if not f.lessons:
         out.append("- none recorded")
     out.append("")
     w = f.work
     out.append("## Work")
     out.append("")
-    out.append(f"Branch `{w.branch}` from `{w.base_commit}`, worktree `{w.worktree}`.")
+    out.append(
+        f"Branch {md_code(w.branch)} from {md_code(w.base_commit)}, worktree {md_code(w.worktree)}."
+    )
     if w.diff_stat:
         out.append("")
-        out.append("```")
-        out.append(w.diff_stat)
-        out.append("```")
+        out.append(md_fence(w.diff_stat, info=""))
     out.append("")
     predicate = f.goal.predicate
     if predicate is not None:
-        out.append(f"Goal predicate `{predicate.command}`: {predicate.state}.")
+        out.append(f"Goal predicate {md_code(predicate.command)}: {predicate.state}.")
         out.append("")
     out.append(w.sandbox)
     out.append("")
     rec = f.record
     gap = f" **{rec.trace_gap}**" if rec.trace_gap else ""
     out.append(
-        f"Trace: `{rec.trace_ref}`. Started {rec.started_at}, ended {rec.ended_at}, "
+        f"Trace: {md_code(rec.trace_ref)}. Started {rec.started_at}, ended {rec.ended_at}, "
         f"resumes: {rec.resumes}.{gap}"
     )
     return printable("\n".join(out)) + "\n"

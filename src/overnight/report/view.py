@@ -40,7 +40,12 @@ class Headline:
     resumable: bool
     why: str
     """The result's message as a sentence."""
-    alert: str
+    alert: str = field(metadata=PAGE_ONLY)
+    """The route this ending calls for: ``alert``, ``page`` or ``none`` (``alert_said`` names
+    it)."""
+    alert_said: str
+    """What happened to the alert, as a sentence: which route, how it was sent, whether it
+    worked, or why nothing was sent."""
     alerts_sent: list[list[Pair]]
     """What was sent when the run ended, one list of fields per alert."""
     banner: str | None
@@ -168,7 +173,10 @@ class VerifiedRow:
     short_commit: str
     """The hash's first 12 characters, or ``-``."""
     attempts: int
-    via: str
+    via: str = field(metadata=PAGE_ONLY)
+    """``lap`` or ``resume`` (``via_said`` says it in words)."""
+    via_said: str
+    """How it was verified, in words: right after it ran, or by a resumed run."""
     note: str
     """What its own command did when it did not simply exit 0; empty otherwise."""
 

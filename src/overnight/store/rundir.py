@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from overnight.core.errors import RunBusy
+from overnight.core.text import json_text
 from overnight.store.atomic import open_private, write_atomic
 
 #: Freed when a write fails for lack of space, so that result.json can still be written.
@@ -69,8 +70,9 @@ class RunDir:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """``data`` as indented JSON, written whole or not at all (see ``write_atomic``)."""
-    body = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    """``data`` as indented JSON, written whole or not at all (see ``write_atomic``); bidi
+    controls in its strings are written as escapes (``json_text``)."""
+    body = json_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False)) + "\n"
     write_atomic(path, body.encode("utf-8"), path.name)
 
 
