@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from overnight import api
 from overnight.cli.fleet import add_fleet_parser, cmd_fleet, cmd_fleet_review
 from overnight.cli.output import Progress, finish_output, progress_line
+from overnight.cli.reprice import add_reprice_parser, cmd_reprice
 from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError, OvernightError
 from overnight.core.text import printable
@@ -156,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     add_fleet_parser(sub)
+    add_reprice_parser(sub, _run, RUN_HELP)
 
     from overnight.estimate import workload_flags
 
@@ -522,6 +524,7 @@ COMMANDS = {
     "demo": cmd_demo,
     "calibrate": cmd_calibrate,
     "estimate": cmd_estimate,
+    "reprice": cmd_reprice,
 }
 
 
