@@ -177,8 +177,12 @@ def test_a_submission_from_any_client_cannot_name_a_directory_outside_the_runs(
 ) -> None:
     from pydantic import ValidationError
 
-    from overnight.fleet.submission import Submission
+    from overnight.fleet.submission import Submission, spec_hash
 
+    spec = {"goal": "x"}
+    given = {"spec_path": "/srv/night.toml", "spec": spec, "spec_sha256": spec_hash(spec)}
     with pytest.raises(ValidationError):
-        Submission(night_id=night_id, spec_path="/srv/night.toml", hours=1.0)
-    assert Submission(night_id="night-01.a_b", spec_path="/s", hours=1.0).night_id
+        Submission(night_id=night_id, hours=1.0, **given)
+    assert Submission(night_id="night-01.a_b", hours=1.0, **given).night_id
+    with pytest.raises(ValidationError, match="hash"):  # content and hash travel together
+        Submission(night_id="n", hours=1.0, **{**given, "spec": {"goal": "y"}})

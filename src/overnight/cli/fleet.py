@@ -144,6 +144,7 @@ def _worker(args: argparse.Namespace) -> int:
 
 
 def _submit(args: argparse.Namespace) -> int:
+    from overnight.core.errors import ConfigError
     from overnight.fleet.client import submission_of, submit, wait_for
     from overnight.fleet.worker import connect
 
@@ -153,7 +154,15 @@ def _submit(args: argparse.Namespace) -> int:
         client = await connect(_temporal(args), args.namespace)
         answer = await submit(client, submission, task_queue=_task_queue(args))
         if args.wait:
-            outcome = await wait_for(client, submission.night_id)
+            try:
+                outcome = await wait_for(client, submission.night_id)
+            except ConfigError as exc:
+                # Refused by the worker (a workspace that is not a repository, say): the same
+                # answer `overnight run` gives, with the night's status on stdout.
+                answer.update(workflow_status="FAILED", state="refused", refusal=str(exc))
+                answer["exit_code"] = 64
+                print(json.dumps(answer, sort_keys=True))
+                raise
             answer.update(
                 workflow_status="COMPLETED",
                 stop_reason=outcome.stop_reason,
@@ -190,6 +199,10 @@ def _report(args: argparse.Namespace, *, status: bool) -> int:
             running = [n for n in report.lines if n.state in ("running", "queued")]
             text += "".join(
                 f"\n  {n.night_id}  {n.state}  on {n.worker or '-'}  {n.run_dir}" for n in running
+            )
+            refused = [n for n in report.lines if n.state == "refused"]
+            text += "".join(
+                f"\n  {n.night_id}  refused: {' '.join((n.refusal or '').split())}" for n in refused
             )
     out = getattr(args, "out", None)
     if out is not None:

@@ -9,7 +9,6 @@ redelivery reached it is not run again: its result is the answer.
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import fcntl
 import json
 import os
@@ -17,27 +16,33 @@ import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
+from pydantic import ValidationError
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from overnight import api
-from overnight.config.spec import load_spec
+from overnight.config.spec import Spec
+from overnight.core.endings import Ending, Stop, describe
 from overnight.core.errors import ConfigError, RunBusy
 from overnight.fleet.database import Pool
 from overnight.fleet.effects import PostgresEffectStore
 from overnight.fleet.money import FleetMoney
 from overnight.fleet.nights import Nights
-from overnight.fleet.submission import NightOutcome, Submission
-from overnight.fleet.workflow import CARRY_OUT, REGISTER
+from overnight.fleet.progress import STALLED, Heartbeat
+from overnight.fleet.submission import GiveUp, NightOutcome, Submission, refusal_details
+from overnight.fleet.workflow import CARRY_OUT, GIVE_UP, REGISTER
 from overnight.night.compose import Shared
+from overnight.night.runs import end_run
 from overnight.night.signals import Signals
 from overnight.report.result import TerminalResult
 from overnight.store.rundir import RunDir
 
+#: The cause a night given up by the fleet ends with (``UNRECOVERABLE_ERROR:fleet_retries``).
+FLEET_RETRIES = "fleet_retries"
+
 #: Stop reasons a worker's own shutdown gives a night: another worker resumes it.
-DRAINED = frozenset({"TIME_LIMIT:sigterm", "TIME_LIMIT:sigint"})
+DRAINED = frozenset({"TIME_LIMIT:sigterm", "TIME_LIMIT:sigint", f"TIME_LIMIT:{STALLED}"})
 
 
 class Drains:
@@ -92,7 +97,15 @@ class NightActivities:
 
     @activity.defn(name=REGISTER)
     def register(self, submission: Submission) -> None:
-        self.nights.queued(submission.night_id, submission.spec_path, str(self.run_dir(submission)))
+        try:
+            self.nights.queued(
+                submission.night_id,
+                submission.spec_path,
+                str(self.run_dir(submission)),
+                submission.spec_sha256,
+            )
+        except ConfigError as exc:
+            raise _refused(exc) from None
 
     # A cancellation (the heartbeat timed out: Temporal took this worker for dead) must not
     # be thrown into the night at a random line: it drains the night instead (see _Heartbeat).
@@ -108,7 +121,12 @@ class NightActivities:
         )
         signals = Signals()
         self.drains.add(signals)
-        beating = _Heartbeat(submission.heartbeat_s / 3, signals)
+        beating = Heartbeat(
+            submission.heartbeat_s / 3,
+            signals,
+            stall_s=submission.stall_s,
+            artifacts=RunDir(run_dir).artifacts,
+        )
         try:
             with beating:
                 result = self._night(submission, run_dir, signals, beating)
@@ -116,9 +134,16 @@ class NightActivities:
             raise ApplicationError(str(exc), type="RunBusy") from None
         except ConfigError as exc:
             self.nights.refused(submission.night_id, str(exc))
-            raise ApplicationError(str(exc), type="ConfigError", non_retryable=True) from None
+            raise _refused(exc) from None
         finally:
             self.drains.discard(signals)
+        if result.stop_reason == f"TIME_LIMIT:{STALLED}" and beating.stalled:
+            raise ApplicationError(
+                f"night stalled on worker {self.worker}: no progress for "
+                f"{submission.stall_s:g} s (last event {beating.last_event or 'none'} at "
+                f"{beating.last_event_at or '-'}); drained, it is delivered again",
+                type="NightStalled",
+            )
         if result.stop_reason in DRAINED and (
             self.drains.draining is not None or activity.is_cancelled()
         ):
@@ -140,7 +165,7 @@ class NightActivities:
         )
 
     def _night(
-        self, submission: Submission, run_dir: Path, signals: Signals, beat: _Heartbeat
+        self, submission: Submission, run_dir: Path, signals: Signals, beat: Heartbeat
     ) -> TerminalResult:
         rd = RunDir(run_dir)
         if rd.is_run() and rd.result.exists():
@@ -149,9 +174,7 @@ class NightActivities:
                 return prior  # it ended: a redelivery answers with how
         shared = Shared(effects=self.effects, cap=self._cap(submission))
 
-        def observe(event: Any) -> None:
-            beat.details = {"last": getattr(event, "kind", ""), "t": getattr(event, "t", 0)}
-
+        observe = beat.saw
         if rd.is_run():
             return api.resume(run_dir, signals=signals, shared=shared, on_event=observe)
         if run_dir.exists():
@@ -160,19 +183,69 @@ class NightActivities:
             shutil.rmtree(run_dir)
         run_dir.parent.mkdir(parents=True, exist_ok=True)
         return api.run(
-            submission.spec_path,
+            self._spec(submission),
             run_dir=run_dir,
             signals=signals,
             shared=shared,
             on_event=observe,
         )
 
+    @activity.defn(name=GIVE_UP)
+    def give_up(self, give: GiveUp) -> NightOutcome:
+        """End a night the fleet will not deliver again: ``UNRECOVERABLE_ERROR:fleet_retries``
+        in its result (with every delivery listed) and so in the review queue."""
+        submission = give.submission
+        run_dir = self.run_dir(submission)
+        lines = "; ".join(d.line() for d in give.deliveries)
+        message = (
+            f"the fleet gave up on this night: {give.why}, after "
+            f"{len(give.deliveries)} lost deliveries: {lines}"
+        )
+        stop = Stop(Ending.UNRECOVERABLE_ERROR, FLEET_RETRIES, message)
+        with _night_lock(self.runs, submission.night_id):
+            if RunDir(run_dir).is_run():
+                result = end_run(run_dir, stop, shared=Shared(effects=self.effects))
+                data = json.loads(result.model_dump_json())
+            else:  # lost before it had a run directory: nothing of it happened
+                verdict = describe(stop)
+                data = {
+                    "stop_reason": stop.reason,
+                    "status": verdict.outcome.value,
+                    "exit_code": verdict.exit_code,
+                    "resumable": False,
+                    "message": message,
+                }
+        data["deliveries"] = [d.model_dump(mode="json") for d in give.deliveries]
+        self.nights.finished(submission.night_id, data)
+        return NightOutcome(
+            night_id=submission.night_id,
+            run_dir=str(run_dir),
+            stop_reason=str(data["stop_reason"]),
+            status=str(data["status"]),
+            exit_code=int(data["exit_code"]),
+            deliveries=len(give.deliveries),
+            result=data,
+        )
+
+    def _spec(self, submission: Submission) -> Spec:
+        """The spec the night was submitted with: never the submitter's file, which may have
+        moved or changed since."""
+        try:
+            return Spec.model_validate(submission.spec)
+        except ValidationError as exc:
+            raise ConfigError("spec", f"the submitted spec is not valid: {exc}") from None
+
     def _cap(self, submission: Submission) -> FleetMoney | None:
-        spec_cap = load_spec(Path(submission.spec_path)).fleet.usd_per_day
+        spec_cap = self._spec(submission).fleet.usd_per_day
         caps = [c for c in (spec_cap, self.usd_per_day) if c is not None]
         if not caps:
             return None
         return FleetMoney(self.pool, submission.night_id, min(caps))
+
+
+def _refused(exc: ConfigError) -> ApplicationError:
+    """A refusal no retry fixes, carrying the field, the problem and the fix."""
+    return ApplicationError(str(exc), *refusal_details(exc), type="ConfigError", non_retryable=True)
 
 
 @contextlib.contextmanager
@@ -193,37 +266,3 @@ def _night_lock(runs: Path, night_id: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
-
-
-class _Heartbeat:
-    """Heartbeats from a thread of its own, so that a long model call or tool call never looks
-    like a dead worker. The activity's context is carried into the thread."""
-
-    def __init__(self, every_s: float, signals: Signals) -> None:
-        self.every_s = max(every_s, 0.2)
-        self.signals = signals
-        self.details: dict[str, Any] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def __enter__(self) -> _Heartbeat:
-        context = contextvars.copy_context()
-        self._thread = threading.Thread(
-            target=context.run, args=(self._beat,), name="night-heartbeat", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def _beat(self) -> None:
-        while not self._stop.is_set():
-            if activity.is_cancelled():
-                # Another worker may be resuming this night already; its lock keeps the two
-                # apart, and this one stops at its next safe point.
-                self.signals.request("sigterm")
-            activity.heartbeat(self.details)
-            self._stop.wait(self.every_s)

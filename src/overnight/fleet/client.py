@@ -11,51 +11,88 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowHandle
+from temporalio.client import (
+    Client,
+    WorkflowExecutionStatus,
+    WorkflowFailureError,
+    WorkflowHandle,
+)
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from overnight.config.spec import load_spec
+from overnight.core.errors import ConfigError
 from overnight.fleet.submission import (
     DEFAULT_TASK_QUEUE,
+    REFUSED,
     NightOutcome,
     Submission,
     check_night_id,
     night_id_for,
+    refusal_of,
+    spec_hash,
 )
 from overnight.fleet.workflow import NightWorkflow
+
+#: The memo key holding the hash of the spec a night was submitted with.
+SPEC_MEMO = "spec_sha256"
 
 
 def submission_of(
     spec_path: Path, night_id: str | None = None, *, heartbeat_s: float = 10.0
 ) -> Submission:
-    """The submission of ``spec_path``; a bad spec is a ``ConfigError`` before anything is
-    sent."""
+    """The submission of ``spec_path``, carrying the spec's content; a bad spec is a
+    ``ConfigError`` before anything is sent."""
     spec = load_spec(spec_path)
     nid = check_night_id(night_id) if night_id else night_id_for(spec.goal, spec.workspace_path())
+    content = spec.model_dump(mode="json")
     return Submission(
         night_id=nid,
         spec_path=str(spec_path.resolve()),
+        spec=content,
+        spec_sha256=spec_hash(content),
         hours=spec.budget.hours,
         heartbeat_s=heartbeat_s,
+        max_deliveries=spec.fleet.max_deliveries,
+        stall_s=spec.fleet.stall_s,
     )
 
 
-async def _existing(client: Client, night_id: str) -> WorkflowExecutionStatus | None:
+async def _existing(
+    client: Client, night_id: str
+) -> tuple[WorkflowExecutionStatus | None, str | None]:
+    """The status of the night already under ``night_id`` (None: there is none), and the hash
+    of the spec it was submitted with."""
     try:
-        return (await client.get_workflow_handle(night_id).describe()).status
+        desc = await client.get_workflow_handle(night_id).describe()
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:
-            return None
+            return None, None
         raise
+    memo = await desc.memo()
+    sha = memo.get(SPEC_MEMO)
+    return desc.status, None if sha is None else str(sha)
+
+
+def _same_spec(submission: Submission, sha: str | None) -> None:
+    """An id names one night: another spec under it is refused, never run as that night."""
+    if sha is not None and sha != submission.spec_sha256:
+        raise ConfigError(
+            "--id",
+            f"night {submission.night_id} was submitted with another spec "
+            f"(sha256 {sha[:12]}, this one {submission.spec_sha256[:12]})",
+            "give this spec an id of its own, or submit the night's own spec to join it",
+        )
 
 
 async def submit(
     client: Client, submission: Submission, *, task_queue: str = DEFAULT_TASK_QUEUE
 ) -> dict[str, Any]:
-    """Start the night, or find the one already started under its id."""
-    before = await _existing(client, submission.night_id)
+    """Start the night, or find the one already started under its id (with the same spec:
+    another spec under that id is a ``ConfigError``)."""
+    before, sha = await _existing(client, submission.night_id)
+    _same_spec(submission, sha)
     try:
         await client.start_workflow(
             NightWorkflow.run,
@@ -66,9 +103,12 @@ async def submit(
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             # A worker busy with many nights may take a while to answer a workflow task.
             task_timeout=timedelta(seconds=60),
+            memo={SPEC_MEMO: submission.spec_sha256},
         )
     except WorkflowAlreadyStartedError:
         before = before or WorkflowExecutionStatus.COMPLETED
+    if before is None:  # raced with another submitter: the night that won must be this one
+        _same_spec(submission, (await _existing(client, submission.night_id))[1])
     answer = await night_status(client, submission.night_id)
     answer["submitted"] = "existing" if before is not None else "started"
     return answer
@@ -94,12 +134,26 @@ async def night_status(client: Client, night_id: str) -> dict[str, Any]:
             run_dir=outcome.run_dir,
             deliveries=outcome.deliveries,
         )
+    elif desc.status == WorkflowExecutionStatus.FAILED:
+        try:
+            await wait_for(client, night_id)
+        except ConfigError as exc:
+            answer.update(state="refused", refusal=str(exc), exit_code=64)
+        except WorkflowFailureError as exc:
+            answer.update(failure=str(exc.cause or exc))
     return answer
 
 
 async def wait_for(client: Client, night_id: str) -> NightOutcome:
+    """How the night ended; a refused night is the ``ConfigError`` it was refused with."""
     handle: WorkflowHandle[Any, Any] = client.get_workflow_handle(
         night_id, result_type=NightOutcome
     )
-    outcome: NightOutcome = await handle.result()
+    try:
+        outcome: NightOutcome = await handle.result()
+    except WorkflowFailureError as exc:
+        cause = exc.cause
+        if isinstance(cause, ApplicationError) and cause.type == REFUSED:
+            raise refusal_of(cause.details) from None
+        raise
     return outcome

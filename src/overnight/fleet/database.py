@@ -99,6 +99,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX nights_by_submission ON nights (submitted_at);
         """,
     ),
+    (
+        "0004_night_specs",
+        """
+        ALTER TABLE nights ADD COLUMN spec_sha256 TEXT;
+        """,
+    ),
 )
 
 _MIGRATION_LOCK = 7_244_510_001  # any constant: the advisory lock the migrating worker holds

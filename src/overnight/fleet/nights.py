@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from psycopg.types.json import Jsonb
 
+from overnight.core.errors import ConfigError
 from overnight.fleet.database import Pool, reached
 
 NightState = Literal["queued", "running", "finished", "refused"]
@@ -79,13 +80,24 @@ class Nights:
         with reached("nights"), self._pool.connection() as conn:
             conn.execute(sql, params)
 
-    def queued(self, night_id: str, spec_path: str, run_dir: str) -> None:
-        """The night was submitted (a second submission of the same night changes nothing)."""
-        self._execute(
-            "INSERT INTO nights (night_id, spec_path, run_dir, state) VALUES (%s, %s, %s,"
-            " 'queued') ON CONFLICT (night_id) DO NOTHING",
-            (night_id, spec_path, run_dir),
-        )
+    def queued(self, night_id: str, spec_path: str, run_dir: str, spec_sha256: str) -> None:
+        """The night was submitted (a second submission of the same night changes nothing).
+        A ``ConfigError`` when the id is already the fleet's night of another spec."""
+        with reached("nights"), self._pool.connection() as conn:
+            row: dict[str, Any] | None = conn.execute(
+                "INSERT INTO nights AS n (night_id, spec_path, run_dir, state, spec_sha256)"
+                " VALUES (%s, %s, %s, 'queued', %s) ON CONFLICT (night_id) DO UPDATE"
+                " SET spec_sha256 = coalesce(n.spec_sha256, excluded.spec_sha256)"
+                " RETURNING spec_sha256",
+                (night_id, spec_path, run_dir, spec_sha256),
+            ).fetchone()
+        held = None if row is None else row["spec_sha256"]
+        if held is not None and held != spec_sha256:
+            raise ConfigError(
+                "--id",
+                f"night {night_id} is the fleet's night of another spec (sha256 {held[:12]})",
+                "give this spec an id of its own",
+            )
 
     def running(self, night_id: str, spec_path: str, run_dir: str, worker: str) -> int:
         """A worker took the night; return the delivery's number (1 for the first)."""

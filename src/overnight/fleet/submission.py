@@ -4,15 +4,21 @@ the client, the workflow and the activities (serialized by the SDK's pydantic co
 from __future__ import annotations
 
 import hashlib
+import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from overnight.core.errors import ConfigError
 
 DEFAULT_TASK_QUEUE = "overnight-nights"
+
+#: The error type a refused night's workflow fails with: its details are the ``ConfigError``'s
+#: field, problem and fix. No retry changes a refusal.
+REFUSED = "NightRefused"
 
 #: Night ids are workflow ids and directory names under the worker's ``--runs``.
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -25,12 +31,21 @@ class Submission(BaseModel):
     night_id: str
     """The workflow id: the night's idempotency key."""
     spec_path: str
-    """The night.toml, by an absolute path every worker reaches."""
+    """Where the night.toml was submitted from (shown in status; never read again)."""
+    spec: dict[str, Any]
+    """The night's spec, resolved as the submitter read it (what ``RUN_DIR/spec.json``
+    holds): every delivery runs from this, so moving or editing the file changes nothing."""
+    spec_sha256: str
+    """The hash of ``spec`` (``spec_hash``): the same id with another spec is refused."""
     hours: float
     """The night's wall-clock budget: each delivery of it is given this much and a margin."""
     heartbeat_s: float = Field(default=10.0, gt=0)
     """A worker that stops heartbeating for this long is taken for dead: another one
     resumes the night."""
+    max_deliveries: int = Field(default=3, ge=1)
+    """The spec's ``[fleet] max_deliveries``: lost deliveries before the night is given up."""
+    stall_s: float = Field(default=900.0, gt=0)
+    """The spec's ``[fleet] stall_s``: a night without progress this long is handed back."""
 
     @field_validator("night_id")
     @classmethod
@@ -40,6 +55,48 @@ class Submission(BaseModel):
         if not _ID.match(value):
             raise ValueError(f"{value!r} is not a night id")
         return value
+
+    @model_validator(mode="after")
+    def _hash_matches(self) -> Submission:
+        if spec_hash(self.spec) != self.spec_sha256:
+            raise ValueError("spec_sha256 is not the hash of spec")
+        return self
+
+
+def spec_hash(spec: dict[str, Any]) -> str:
+    """The hash of a resolved spec, over its canonical JSON."""
+    text = json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class Delivery(BaseModel):
+    """One delivery of a night that did not end it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["night_delivery"] = "night_delivery"
+    n: int
+    worker: str
+    """The identity of the worker that had it (``host:pid``)."""
+    failure: str
+    """How it ended: ``HeartbeatTimeout``, ``NightStalled``, ``NightDrained``, ..."""
+    detail: str
+    counted: bool
+    """Whether it counts against ``max_deliveries`` (a drain or a busy night does not)."""
+
+    def line(self) -> str:
+        return f"#{self.n} on {self.worker or 'unknown worker'}: {self.failure} ({self.detail})"
+
+
+class GiveUp(BaseModel):
+    """What the workflow hands the activity that ends a night it will not deliver again."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["night_give_up"] = "night_give_up"
+    submission: Submission
+    why: str
+    deliveries: list[Delivery]
 
 
 class NightOutcome(BaseModel):
@@ -71,3 +128,14 @@ def check_night_id(night_id: str) -> str:
             "use letters, digits, '.', '_' and '-' (at most 128, starting with a letter or digit)",
         )
     return night_id
+
+
+def refusal_details(exc: ConfigError) -> tuple[str, str, str]:
+    """What a refusal carries across Temporal: enough to raise the same ``ConfigError``."""
+    return (exc.field, exc.problem, exc.fix)
+
+
+def refusal_of(details: Sequence[Any]) -> ConfigError:
+    """The ``ConfigError`` a refused night's failure carries (see ``refusal_details``)."""
+    field, problem, fix = [*details, "", "", ""][:3]
+    return ConfigError(str(field or "spec"), str(problem or "refused"), str(fix or ""))

@@ -69,7 +69,7 @@ async def serve(
                 client,
                 task_queue=task_queue,
                 workflows=[NightWorkflow],
-                activities=[activities.register, activities.carry_out],
+                activities=[activities.register, activities.carry_out, activities.give_up],
                 activity_executor=pool_x,
                 max_concurrent_activities=max_nights,
                 graceful_shutdown_timeout=timedelta(seconds=drain_timeout_s),

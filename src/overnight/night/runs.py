@@ -267,6 +267,37 @@ def resume_run(
         lock.release()
 
 
+def end_run(
+    path: Path, stop: Stop, *, clock: Clock | None = None, shared: Shared | None = None
+) -> TerminalResult:
+    """End a run from outside its lap with ``stop`` (a fleet that will not deliver it again):
+    result.json from the run's own state, nothing executed, no model call; the checkpoint
+    records the stop. A task left in flight stays in the plan as it is."""
+    clock = clock or SystemClock()
+    rd = RunDir(path)
+    lock = RunLock(rd)
+    lock.acquire()
+    try:
+        spec = _load_run_spec(rd, {})
+        manifest: dict[str, Any] = read_json(rd.manifest)
+        run_id, branch = str(manifest["run_id"]), str(manifest["branch"])
+        goal = Goal(spec.goal)
+        state = _load_state(rd) or RunState(
+            run_id=run_id, goal_text=goal.text, goal_sha=goal.sha256, branch=branch, base_commit=""
+        )
+        signals = Signals()
+        policy = SandboxPolicy(spec.sandbox.mode, None)  # nothing runs
+        parts = compose(spec, rd, state, clock, signals, sandbox=policy, shared=shared)
+        night = Night(spec, rd, state, goal, goal.sha256, signals, parts)
+        _archive_result(rd)
+        state.stopped_reason = None
+        night.refuse(stop)
+        night.persist = bool(state.base_commit)
+        return _drive(night)
+    finally:
+        lock.release()
+
+
 def sandbox_policy(spec: Spec, run_dir: Path) -> SandboxPolicy:
     """The run's sandbox policy; a ConfigError (nothing written yet) when the night needs the
     sandbox and it does not work here, or when a ``[sandbox]`` path would expose the run."""
