@@ -123,23 +123,53 @@ def test_a_second_run_is_refused_by_the_task_key(store: SqliteEffectStore) -> No
     assert [r.run_id for r in store.all()] == ["run-a"]
 
 
-def test_the_same_step_key_resumes_where_a_new_run_is_refused(
+def test_an_unknown_row_blocks_its_own_step_until_a_person_settles_it(
     store: SqliteEffectStore,
 ) -> None:
-    """A row that is not confirmed does not block its own step: the same run, resumed, reaches
-    the provider again with the same idempotency key (the provider answers it from its
-    memory). Only another run is refused."""
+    """An effect that may have happened is not made again, not even at its own step with the
+    same idempotency key: the provider's memory is not the ledger's to count on."""
+    step = "run-a:issue_refund:issue_refund:1"
     with pytest.raises(ToolFailure):
         dispatch(store, raise_(ToolFailure("502 bad gateway", retryable=True)))
     assert [r.state for r in store.all()] == ["unknown"]
     provider = Provider()
+    with pytest.raises(EffectRefused, match="unknown outcome"):
+        dispatch(store, provider)
+    assert provider.keys == []
+    assert [r.state for r in store.all()] == ["unknown"]
+
+    # A person found it did not happen: the same step reaches the provider once more, with
+    # the same key, written down as intended first.
+    mark = {"resolved_in_review": "not_happened", "note": "not at the bank"}
+    store.settle(step, "failed", result=mark, error="did not happen")
+    seen: list[str | None] = []
+
+    def answer(key: str) -> dict[str, str]:
+        seen.append(state_on_disk(store.path, key))
+        return {"id": "re_1"}
+
+    provider = Provider(answer)
     outcome = dispatch(store, provider)
-    assert provider.keys == ["run-a:issue_refund:issue_refund:1"]  # the same key again
-    assert outcome.replayed is False and outcome.row is not None
-    assert [r.state for r in store.all()] == ["confirmed"]
+    assert provider.keys == [step] and seen == ["intended"]
+    assert outcome.replayed is False and [r.state for r in store.all()] == ["confirmed"]
+    again = dispatch(store, provider)
+    assert again.replayed is True and len(provider.keys) == 1
     with pytest.raises(EffectRefused):
         dispatch(store, provider, run_id="run-b", step="run-b:issue_refund:issue_refund:1")
     assert len(provider.keys) == 1
+
+
+def test_a_failed_row_taken_up_again_is_refused_when_another_run_holds_its_task_key(
+    store: SqliteEffectStore,
+) -> None:
+    with pytest.raises(ToolFailure):
+        dispatch(store, raise_(ToolFailure("400 card declined", retryable=False)))
+    provider = Provider()
+    dispatch(store, provider, run_id="run-b", step="run-b:issue_refund:issue_refund:1")
+    with pytest.raises(EffectRefused) as refused:
+        dispatch(store, provider)  # run-a's failed step again: run-b holds 4471:refund now
+    assert refused.value.existing.run_id == "run-b" and len(provider.keys) == 1
+    assert [r.state for r in store.all()] == ["failed", "confirmed"]
 
 
 def test_a_retryable_failure_leaves_unknown(store: SqliteEffectStore) -> None:

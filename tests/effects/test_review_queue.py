@@ -92,28 +92,17 @@ def test_unknown_effect_parks_the_task_and_lands_in_the_queue(
     assert set(items) == {f"run:{r.run_id}", f"parked:{r.run_id}:refund_4471", effect_id}
     assert "4471" in items[effect_id]["summary"]
 
-    assert (
-        main(
-            [
-                "review",
-                "resolve",
-                effect_id,
-                "--note",
-                "checked: no refund at the bank",
-                "--runs",
-                runs,
-                "--db",
-                str(db),
-            ]
-        )
-        == 0
-    )
+    resolve = ["review", "resolve", effect_id, "--note", "checked: no refund at the bank"]
+    where = ["--runs", runs, "--db", str(db)]
+    assert main([*resolve, *where]) == 64  # a note alone does not say what became of it
+    assert "--happened or --not-happened" in capsys.readouterr().err
+    assert main([*resolve, "--not-happened", *where]) == 0
     capsys.readouterr()
     assert main(["review", "--runs", runs, "--db", str(db), "--json"]) == 0
     assert effect_id not in {i["id"] for i in json.loads(capsys.readouterr().out)}
     assert main(["review", "--all", "--runs", runs, "--db", str(db), "--json"]) == 0
     everything = {i["id"]: i for i in json.loads(capsys.readouterr().out)}
-    assert everything[effect_id]["resolved"] == "checked: no refund at the bank"
+    assert everything[effect_id]["resolved"] == "not_happened: checked: no refund at the bank"
     assert (
         main(["review", "resolve", "effect:nope", "--note", "x", "--runs", runs, "--db", str(db)])
         == 64

@@ -1,6 +1,6 @@
 """An MCP server for the tests, written with the SDK's ``MCPServer`` (the former FastMCP).
 
-    python mcp_server.py --record DIR [--hold-s S] stdio
+    python mcp_server.py --record DIR [--hold-s S] [--die-once] stdio
     python mcp_server.py --record DIR http --port N
 
 Every call it receives is appended to ``DIR/calls.jsonl`` (tool, arguments, the request's
@@ -11,7 +11,8 @@ mutating tool to ``DIR/effects.jsonl``, flushed to disk before it answers. Its t
 - ``env_report`` (read-only): the names of its environment, and whether the two secrets the
   tests set reached it;
 - ``create_ticket``: the one tool with a real effect; with ``--hold-s`` it waits that long
-  after the effect, before answering (a kill lands between the two);
+  after the effect, before answering (a kill lands between the two); with ``--die-once`` the
+  server dies after the effect, before answering, the first time (``DIR/died`` marks it);
 - ``crash``: the server process dies mid-call;
 - ``hang``: never answers;
 - ``garbage``: answers its request with something that is not an MCP result (stdio only);
@@ -33,7 +34,12 @@ from mcp_types import ToolAnnotations
 
 READ_ONLY = ToolAnnotations(read_only_hint=True)
 app = MCPServer("overnight-test-server", log_level="WARNING")
-settings: dict[str, Any] = {"record": Path("."), "hold_s": 0.0, "wire_inode": None}
+settings: dict[str, Any] = {
+    "record": Path("."),
+    "hold_s": 0.0,
+    "die_once": False,
+    "wire_inode": None,
+}
 
 
 def _append(name: str, entry: dict[str, Any]) -> None:
@@ -90,6 +96,10 @@ def create_ticket(title: str, priority: int, ctx: Context) -> dict[str, Any]:
     _append("effects.jsonl", {"ticket": number, "title": title, "key": key, "pid": os.getpid()})
     if settings["hold_s"]:
         time.sleep(settings["hold_s"])
+    died = settings["record"] / "died"
+    if settings["die_once"] and not died.exists():
+        died.write_text(str(os.getpid()))
+        os._exit(17)
     return {"ticket": number, "title": title}
 
 
@@ -145,6 +155,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--record", type=Path, required=True)
     parser.add_argument("--hold-s", type=float, default=0.0)
+    parser.add_argument("--die-once", action="store_true")
     sub = parser.add_subparsers(dest="transport", required=True)
     sub.add_parser("stdio")
     http = sub.add_parser("http")
@@ -152,6 +163,7 @@ def main() -> None:
     args = parser.parse_args()
     settings["record"] = args.record
     settings["hold_s"] = args.hold_s
+    settings["die_once"] = args.die_once
     _append("starts.jsonl", {"pid": os.getpid(), "cwd": os.getcwd(), "argv": sys.argv[1:]})
     if args.transport == "stdio":
         settings["wire_inode"] = os.fstat(1).st_ino

@@ -115,6 +115,21 @@ def _parser() -> argparse.ArgumentParser:
     rev.add_argument("action", nargs="?", choices=("list", "resolve"), default="list")
     rev.add_argument("item", nargs="?", help="with resolve: the item id")
     rev.add_argument("--note", default="", help="with resolve: what was done")
+    found = rev.add_mutually_exclusive_group()
+    found.add_argument(
+        "--happened",
+        dest="outcome",
+        action="store_const",
+        const="happened",
+        help="with resolve, for an effect of unknown outcome: it did happen (never made again)",
+    )
+    found.add_argument(
+        "--not-happened",
+        dest="outcome",
+        action="store_const",
+        const="not_happened",
+        help="with resolve, for an effect of unknown outcome: it did not happen (may be retried)",
+    )
     rev.add_argument(
         "--runs",
         type=_run,
@@ -355,7 +370,7 @@ def cmd_review(args: argparse.Namespace) -> int:
         if args.action == "resolve":
             if not args.item:
                 raise ConfigError("ITEM", "resolve needs an item id", "overnight review resolve ID")
-            item = resolve(root, db, args.item, args.note)
+            item = resolve(root, db, args.item, args.note, outcome=args.outcome)
             print(f"resolved {item.id}: {item.resolved}")
             return 0
         items = queue(root, db, include_resolved=args.all)

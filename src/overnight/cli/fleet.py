@@ -238,7 +238,9 @@ def cmd_fleet_review(args: argparse.Namespace) -> int:
         if args.action == "resolve":
             if not args.item:
                 raise ConfigError("ITEM", "resolve needs an item id", "overnight review resolve ID")
-            item = resolve(None, ledger, args.item, args.note, runs=runs, ledger=ledger)
+            item = resolve(
+                None, ledger, args.item, args.note, runs=runs, ledger=ledger, outcome=args.outcome
+            )
             print(f"resolved {item.id}: {item.resolved}")
             return 0
         items = queue(None, ledger, include_resolved=args.all, runs=runs, ledger=ledger)

@@ -286,6 +286,7 @@ class RunState(BaseModel):
         patch: str | None,
         protected_changes: list[str] | None = None,
         command: CommandRun | None = None,
+        held_for: list[str] | None = None,
     ) -> None:
         self.parked.append(
             ParkedTask(
@@ -295,10 +296,36 @@ class RunState(BaseModel):
                 patch=patch,
                 protected_changes=protected_changes or [],
                 command=command,
+                held_for=list(held_for or []),
             )
         )
         self.in_progress = None
         self._count_finished(progress=False)
+
+    def hold(
+        self,
+        task: Task,
+        reason: str,
+        detail: str,
+        patch: str | None,
+        held_for: list[str],
+        command: CommandRun | None = None,
+    ) -> None:
+        """Park ``task`` until a person resolves the effects ``held_for`` (run-step keys)."""
+        self.finish_parked(task, reason, detail, patch, command=command, held_for=held_for)
+
+    def release_held(self, settled: set[str]) -> list[Task]:
+        """Put back at the front of the queue every task held only for effects now in
+        ``settled`` (resolved by a person): it runs again. A person's answer is new input, so
+        the no-progress count starts again."""
+        released = [p for p in self.parked if p.held_for and set(p.held_for) <= settled]
+        if not released:
+            return []
+        self.parked = [p for p in self.parked if all(p is not r for r in released)]
+        for p in reversed(released):
+            self.requeue_front(p.task)
+        self.no_progress_streak = 0
+        return [p.task for p in released]
 
     def requeue_front(self, task: Task) -> None:
         self.queue.insert(0, task)

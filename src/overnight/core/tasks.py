@@ -93,6 +93,10 @@ class ParkedTask(BaseModel):
     """What the task changed of what judges the work (``[predicate] protect``)."""
     command: CommandRun | None = None
     """A command task's command on its last attempt (as for ``CompletedTask``)."""
+    held_for: list[str] = Field(default_factory=list)
+    """The run-step keys of the effects of unknown outcome the task is held for: it does not
+    land, whatever its verify said, and a resume runs it again only once a person has
+    resolved every one of them (``overnight review resolve``)."""
 
 
 class PrunedTask(BaseModel):

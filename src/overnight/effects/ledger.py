@@ -13,6 +13,13 @@ from typing import Any
 
 from overnight.seams import DuplicateEffect, EffectRow, EffectStore
 
+#: The states of an effect whose outcome nobody knows: it may have happened.
+UNSETTLED = ("intended", "unknown")
+
+#: The key of a row's result (or, for ``failed``, of its detail) that says a person settled
+#: the row in review, and how: ``happened`` or ``not_happened``.
+REVIEW_MARK = "resolved_in_review"
+
 
 class ToolFailure(Exception):
     """Raised by an external tool: ``retryable`` means the effect may or may not have happened
@@ -32,11 +39,18 @@ class EffectOutcome:
 
 
 class EffectRefused(Exception):
-    """The task-scoped key says this effect was already attempted (by another run)."""
+    """The task-scoped key says this effect was already attempted (by another run), or the
+    step's row says an earlier attempt of it may have happened."""
 
-    def __init__(self, existing: EffectRow, why: str = "") -> None:
+    def __init__(self, existing: EffectRow, why: str = "", *, unsettled: bool = False) -> None:
         self.existing = existing
-        if why:
+        if unsettled:
+            message = (
+                f"refused: an earlier attempt of this {existing.tool} call has an unknown "
+                f"outcome (state: {existing.state}); it may have happened, and it will not be "
+                "made again until a person resolves it"
+            )
+        elif why:
             message = f"refused: this call differs from the one recorded at its step ({why})"
         else:
             message = (
@@ -66,11 +80,15 @@ def dispatch_with_ledger(
         raise EffectRefused(prior, f"an earlier attempt made this call with {prior.args}")
     if prior is not None and prior.state == "confirmed":
         return EffectOutcome(prior.result, replayed=True, row=prior)
-    if prior is None:
-        try:
+    if prior is not None and prior.state in UNSETTLED:
+        raise EffectRefused(prior, unsettled=True)
+    try:
+        if prior is None:
             store.intend(run_id, task_id, step_key, task_key, tool, args)
-        except DuplicateEffect as dup:
-            raise EffectRefused(dup.existing) from dup
+        else:  # failed: refused for good, or found by a person not to have happened
+            store.settle(step_key, "intended")
+    except DuplicateEffect as dup:
+        raise EffectRefused(dup.existing) from dup
     try:
         result = call(step_key)
     except ToolFailure as failure:
@@ -103,3 +121,33 @@ def render_done(rows: list[EffectRow]) -> str:
         detail = f" -> {r.result}" if r.result not in (None, {}, "") else ""
         parts.append(f"{r.tool}({args}){detail}")
     return "Already done in an earlier attempt: " + "; ".join(parts) + ". Do not repeat these."
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` folded to one line and cut to ``limit`` characters (a tool's error may come
+    from an untrusted server)."""
+    folded = " ".join(text.split())
+    return folded if len(folded) <= limit else folded[: limit - 3] + "..."
+
+
+def render_unknown(rows: list[EffectRow]) -> str:
+    """Why a task with effects of unknown outcome is held: the first one, named by tool and
+    run-step key, in the first sentence; then what a person does about it."""
+    first = rows[0]
+    more = f" (and {len(rows) - 1} more effect(s))" if len(rows) > 1 else ""
+    why = one_line(first.error or "no answer was recorded")
+    return (
+        f"`{first.tool}` (key {first.step_key}){more} has an unknown outcome: {why}. "
+        "The task is held whatever its verify says: resolve the effect with `overnight review "
+        "resolve effect:KEY --happened|--not-happened --note ...`, then `overnight resume` "
+        "runs the task again."
+    )
+
+
+def review_outcome(row: EffectRow) -> str | None:
+    """``happened`` or ``not_happened`` when a person settled ``row`` in review, else None."""
+    if isinstance(row.result, dict):
+        outcome = row.result.get(REVIEW_MARK)
+        if outcome in ("happened", "not_happened"):
+            return str(outcome)
+    return None

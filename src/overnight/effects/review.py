@@ -3,6 +3,12 @@
 Parked tasks (partially applied ones among them), effects of unknown outcome, and runs that
 ended in a way a resume cannot fix, each with the effects that did happen and the plan that
 did not. Resolving an item records a note; nothing is deleted.
+
+An effect of unknown outcome is resolved by saying what became of it: ``happened`` settles its
+row ``confirmed`` (a later call at its step gets the recorded answer back, and its task key
+stays taken: it is never made again), ``not_happened`` settles it ``failed`` (its step may be
+called once more, with the same idempotency key). The ledger is where that answer lives: an
+effect item is open while its row is of unknown outcome, whatever notes were recorded.
 """
 
 from __future__ import annotations
@@ -10,13 +16,19 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from overnight.config.spec import Spec
 from overnight.core.errors import ConfigError
+from overnight.effects.ledger import REVIEW_MARK, UNSETTLED, review_outcome
 from overnight.effects.store import SqliteEffectStore
 from overnight.seams import EffectRow, EffectStore
-from overnight.store.rundir import RunDir, read_json
+from overnight.store.rundir import RunDir, RunLock, read_json
+
+#: What a person found an effect of unknown outcome to have done.
+EffectVerdict = Literal["happened", "not_happened"]
+
+EFFECT_KIND = "effect of unknown outcome"
 
 
 @dataclass
@@ -29,6 +41,10 @@ class ReviewItem:
     effects_done: list[str] = field(default_factory=list)
     plan_remaining: list[str] = field(default_factory=list)
     resolved: str | None = None
+    effect_key: str | None = None
+    """For an effect item: its run-step key."""
+    effect_resolved: str | None = None
+    """For an effect item: the note of the person who settled its row, as the ledger has it."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,12 +89,12 @@ def items_of(rd: RunDir, ledger: EffectStore | None = None) -> list[ReviewItem]:
     plan = result.get("plan") or {}
     remaining = list(plan.get("remaining") or [])
     done: list[str] = []
-    unsettled: list[dict[str, Any]] = []
+    unsettled: list[EffectRow] = []
     for row in _rows_of(rd, run_id, ledger):
         if row.state == "confirmed":
             done.append(f"{row.tool}({row.args}) -> {row.result}")
-        elif row.state in ("intended", "unknown"):
-            unsettled.append(row.as_dict())
+        if row.state in UNSETTLED or review_outcome(row) is not None:
+            unsettled.append(row)
 
     def item(item_id: str, kind: str, summary: str) -> ReviewItem:
         return ReviewItem(
@@ -100,11 +116,16 @@ def items_of(rd: RunDir, ledger: EffectStore | None = None) -> list[ReviewItem]:
         why = f"{p['id']}: {p['reason']}. {str(p.get('detail', ''))[-300:]}".strip()
         items.append(item(f"parked:{run_id}:{p['id']}", kind, why))
     for e in unsettled:
+        error = e.error if e.state in UNSETTLED else None
         why = (
-            f"{e['tool']}({e['args']}) for task {e['task']}, state {e['state']}: "
-            f"{e.get('error') or 'no answer recorded'}"
+            f"{e.tool}({e.args}) for task {e.task_id}, state {e.state}: "
+            f"{error or 'no answer recorded'}"
         )
-        items.append(item(f"effect:{e['key']}", "effect of unknown outcome", why))
+        effect = item(f"effect:{e.step_key}", EFFECT_KIND, why)
+        effect.effect_key = e.step_key
+        if review_outcome(e) is not None:
+            effect.effect_resolved = f"{review_outcome(e)}: {e.result.get('note', '')}"
+        items.append(effect)
     return items
 
 
@@ -136,6 +157,8 @@ def queue(
     for rd in runs if runs is not None else run_dirs(root):
         for item in items_of(rd, ledger):
             item.resolved = resolved.get(item.id)
+            if item.effect_key is not None:  # the ledger says whether it is settled
+                item.resolved = item.effect_resolved
             if include_resolved or item.resolved is None:
                 out.append(item)
     return out
@@ -149,15 +172,68 @@ def resolve(
     *,
     runs: list[RunDir] | None = None,
     ledger: EffectStore | None = None,
+    outcome: EffectVerdict | None = None,
 ) -> ReviewItem:
+    """Record ``note`` for ``item_id``; an effect item needs ``outcome`` too, which settles
+    its row in the ledger (see the module)."""
     for item in queue(root, db, include_resolved=True, runs=runs, ledger=ledger):
         if item.id == item_id:
             if not note.strip():
                 raise ConfigError("--note", "a resolution needs a note", "say what was done")
+            if item.effect_key is not None:
+                _settle_effect(item, ledger, outcome, note)
+            elif outcome is not None:
+                raise ConfigError(
+                    "--happened",
+                    f"{item_id} is not an effect: there is nothing to say happened or not",
+                    "resolve it with --note alone",
+                )
             db.resolve(item_id, note)
             item.resolved = note
             return item
     raise ConfigError("ITEM", f"no review item {item_id!r}", "run `overnight review` for the ids")
+
+
+def _settle_effect(
+    item: ReviewItem, ledger: EffectStore | None, outcome: EffectVerdict | None, note: str
+) -> None:
+    """Settle the row of an effect item as a person found it, with the run's lock held (a
+    running night may still be waiting on the call)."""
+    assert item.effect_key is not None
+    if outcome is None:
+        raise ConfigError(
+            "--happened",
+            f"{item.id} is an effect of unknown outcome: say what became of it",
+            "check with the provider, then pass --happened or --not-happened with the --note",
+        )
+    rd = RunDir(Path(item.run_dir))
+    lock = RunLock(rd)
+    lock.acquire()  # RunBusy (a ConfigError) while a process drives the run
+    store = ledger or SqliteEffectStore(_effects_path(rd))
+    try:
+        row = store.get(item.effect_key)
+        if row is None:
+            raise ConfigError("ITEM", f"the ledger has no effect {item.effect_key!r}")
+        earlier = review_outcome(row)
+        if earlier is None and row.state not in UNSETTLED:
+            raise ConfigError("ITEM", f"{item.id} is settled already ({row.state})")
+        if earlier is not None and earlier != outcome:
+            raise ConfigError(
+                "--happened",
+                f"{item.id} was already resolved as {earlier.replace('_', ' ')}",
+                "a resolution is not changed; record a note on the run instead",
+            )
+        if earlier is None:
+            mark = {REVIEW_MARK: outcome, "note": note}
+            if outcome == "happened":
+                store.settle(row.step_key, "confirmed", result=mark)
+            else:
+                error = f"did not happen (resolved in review: {note})"
+                store.settle(row.step_key, "failed", result=mark, error=error)
+    finally:
+        if ledger is None:
+            store.close()
+        lock.release()
 
 
 def render(items: list[ReviewItem]) -> str:

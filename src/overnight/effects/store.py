@@ -147,17 +147,24 @@ class SqliteEffectStore:
     def settle(
         self, step_key: str, state: EffectState, result: Any = None, error: str | None = None
     ) -> EffectRow:
-        self._write(
-            "UPDATE effects SET state = ?, result = ?, error = ?, updated_at = ? "
-            "WHERE step_key = ?",
-            (
-                state,
-                None if result is None else json.dumps(result, sort_keys=True, default=str),
-                error,
-                _now(),
-                step_key,
-            ),
-        )
+        try:
+            self._write(
+                "UPDATE effects SET state = ?, result = ?, error = ?, updated_at = ? "
+                "WHERE step_key = ?",
+                (
+                    state,
+                    None if result is None else json.dumps(result, sort_keys=True, default=str),
+                    error,
+                    _now(),
+                    step_key,
+                ),
+            )
+        except sqlite3.IntegrityError as exc:  # a failed row taken up again
+            mine = self.get(step_key)
+            holder = self.by_task_key(mine.task_key) if mine and mine.task_key else None
+            if holder is None or holder.step_key == step_key:
+                raise
+            raise DuplicateEffect(holder) from exc
         row = self.get(step_key)
         assert row is not None
         return row

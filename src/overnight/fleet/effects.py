@@ -82,14 +82,26 @@ class PostgresEffectStore:
     def settle(
         self, step_key: str, state: EffectState, result: Any = None, error: str | None = None
     ) -> EffectRow:
-        r = self._one(
-            "UPDATE effects SET state = %s, result = %s, error = %s, updated_at = %s "
-            "WHERE step_key = %s RETURNING *",
-            (state, None if result is None else _dumps(result), error, _now(), step_key),
-        )
+        try:
+            r = self._one(
+                "UPDATE effects SET state = %s, result = %s, error = %s, updated_at = %s "
+                "WHERE step_key = %s RETURNING *",
+                (state, None if result is None else _dumps(result), error, _now(), step_key),
+            )
+        except psycopg.errors.UniqueViolation as exc:  # a failed row taken up again
+            existing = self._task_key_holder(step_key)
+            if existing is None:
+                raise
+            raise DuplicateEffect(existing) from exc
         if r is None:
             raise KeyError(f"no effect row has step key {step_key!r}")
         return effect_row(r)
+
+    def _task_key_holder(self, step_key: str) -> EffectRow | None:
+        """The row of another step that holds the task key of ``step_key``'s row."""
+        row = self.get(step_key)
+        holder = self.by_task_key(row.task_key) if row is not None and row.task_key else None
+        return holder if holder is not None and holder.step_key != step_key else None
 
     def for_run(self, run_id: str) -> list[EffectRow]:
         return self._all("SELECT * FROM effects WHERE run_id = %s ORDER BY id", (run_id,))

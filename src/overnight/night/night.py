@@ -33,7 +33,7 @@ from overnight.core.protect import ChangedPath, Protection, build_protection
 from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit
 from overnight.core.state import PredicateRecord, RunState, cannot_run_reason_text
 from overnight.core.tasks import CommandRun, Task
-from overnight.effects.ledger import render_done
+from overnight.effects.ledger import UNSETTLED, render_done, render_unknown
 from overnight.night.compose import NightParts
 from overnight.night.finish import (
     ClosingFacts,
@@ -220,6 +220,7 @@ class Night:
         """Once per process: verify a task left in flight, run the predicate, plan if needed.
         With no time left none of it starts: the stop check ends the night at once."""
         self.end_leftover_command()
+        self.release_reviewed()
         flight = self.state.in_progress
         if flight is not None:
             try:
@@ -292,6 +293,10 @@ class Night:
             verdict = self.verify(task, candidate, attempt)
             outcome, detail = verdict.outcome, verdict.detail
             self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
+            unsettled = self.unsettled_effects(task)
+            if unsettled:  # whatever the verify says: a person settles the effect first
+                self.hold(task, attempt, unsettled, detail, ran)
+                return outcome
             if outcome is VerifyOutcome.DONE:
                 s.finish_done(task, self.land(candidate), attempt, detail, command=ran)
                 return outcome
@@ -302,8 +307,6 @@ class Night:
                 reason = cannot_run_reason_text(verdict.cannot_run)
             elif status == "looping":  # the same inputs would loop again: no retry
                 reason = "the agent repeated the same tool call with the same result"
-            elif self.unsettled_effects(task):  # a retry could repeat an effect
-                reason = "an effect of unknown outcome: reconcile before running again"
             elif attempt > retries or self.steps_exhausted():
                 reason = f"not done after {attempt} attempt(s)"
             if reason:
@@ -647,10 +650,49 @@ class Night:
         """Effects of ``task`` whose outcome nobody knows: intended with no answer (the process
         died in the call) are marked unknown here."""
         rows = self.effects.for_task(self.state.run_id, task.id)
+        unsettled: list[EffectRow] = []
         for r in rows:
             if r.state == "intended":
-                self.effects.settle(r.step_key, "unknown", error="no answer was recorded")
-        return [r for r in rows if r.state in ("intended", "unknown")]
+                r = self.effects.settle(
+                    r.step_key, "unknown", error="no answer was recorded (the process ended)"
+                )
+            if r.state in UNSETTLED:
+                unsettled.append(r)
+        return unsettled
+
+    def hold(
+        self,
+        task: Task,
+        attempt: int,
+        unsettled: list[EffectRow],
+        detail: str,
+        command: CommandRun | None = None,
+    ) -> None:
+        """Park ``task`` until a person resolves its effects of unknown outcome: its work is
+        kept as a patch, never landed, whatever its verify said."""
+        keys = [r.step_key for r in unsettled]
+        self.trace.event("decision", decision="held_for_review", task=task.id, effects=keys)
+        self.state.hold(
+            task,
+            render_unknown(unsettled),
+            detail,
+            self.discard(task, attempt),
+            keys,
+            command=command,
+        )
+
+    def release_reviewed(self) -> None:
+        """Tasks held for effects a person has since resolved go back on the queue, to run
+        again: the ledger replays an effect resolved as happened, and lets one resolved as not
+        happened be made (once)."""
+        settled = {
+            key
+            for p in self.state.parked
+            for key in p.held_for
+            if (row := self.effects.get(key)) is not None and row.state not in UNSETTLED
+        }
+        for task in self.state.release_held(settled):
+            self.trace.event("decision", decision="released_after_review", task=task.id)
 
     def verify_in_flight(self) -> None:
         """Resume: the task in flight is verified, never executed again."""
@@ -666,17 +708,8 @@ class Night:
         verdict = self.verify(flight.task, candidate, flight.attempt)
         outcome, detail = verdict.outcome, verdict.detail
         unsettled = self.unsettled_effects(flight.task)
-        if outcome is VerifyOutcome.NOT_DONE and unsettled:
-            # Running it again could repeat an effect that may already have happened.
-            self.state.finish_parked(
-                flight.task,
-                "effects of unknown outcome: reconcile before running again",
-                "; ".join(f"{r.tool}({r.args}) key {r.step_key}" for r in unsettled),
-                self.discard(flight.task, flight.attempt),
-            )
-            self.trace.event(
-                "decision", decision="resume_parked_unknown_effects", task=flight.task.id
-            )
+        if unsettled:  # it may have happened: neither landed nor run again before a person
+            self.hold(flight.task, flight.attempt, unsettled, detail)
             self.checkpoint()
             return
         commit: str | None = None

@@ -20,6 +20,8 @@ from overnight.core.endings import Ending, Stop
 from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
+from overnight.effects.ledger import UNSETTLED
+from overnight.effects.store import SqliteEffectStore
 from overnight.estimate.history import record_run_workload
 from overnight.night import worktree as ws
 from overnight.night.compose import NightParts, Shared, compose
@@ -237,7 +239,7 @@ def resume_run(
             RunStateStore(rd.checkpoint).compact(state)
             write_json_atomic(rd.spec, spec.model_dump(mode="json"))
         if state.stopped_reason is not None:
-            _reopen(rd, state)
+            _reopen(rd, state, _reviewed(spec, rd, state, shared))
         state.resumes += 1
         parts = compose(
             spec,
@@ -349,15 +351,48 @@ def _load_state(rd: RunDir) -> RunState | None:
     return load_run_state(rd.checkpoint)
 
 
-def _reopen(rd: RunDir, state: RunState) -> None:
-    """Resume a run that ended: only if its ending says resumable."""
+#: Endings that a person's review changes: the queue ran dry, or nothing progressed, while a
+#: task was held for an effect of unknown outcome.
+REVIEW_REOPENS = (Ending.QUEUE_EMPTY_GOAL_UNMET.value, Ending.NO_PROGRESS.value)
+
+
+def _reviewed(spec: Spec, rd: RunDir, state: RunState, shared: Shared | None) -> list[str]:
+    """The held tasks whose effects of unknown outcome a person has all resolved."""
+    held = [p for p in state.parked if p.held_for]
+    if not held:
+        return []
+    ledger = shared.effects if shared is not None and shared.effects is not None else None
+    store = ledger or SqliteEffectStore(spec.effects_path(rd.path))
+    try:
+        rows = {key: store.get(key) for p in held for key in p.held_for}
+    finally:
+        if ledger is None:
+            store.close()
+    return [
+        p.task.id
+        for p in held
+        if all((r := rows[k]) is not None and r.state not in UNSETTLED for k in p.held_for)
+    ]
+
+
+def _reopen(rd: RunDir, state: RunState, reviewed: list[str] | None = None) -> None:
+    """Resume a run that ended: only if its ending says resumable, or when a person has
+    resolved what a held task waited for (``reviewed``) and its ending was for want of it."""
     prior: dict[str, Any] = read_json(rd.result) if rd.result.exists() else {}
-    if prior and not prior.get("resumable", False):
+    ending = str(prior.get("stop_reason", "")).split(":", 1)[0]
+    if prior and not prior.get("resumable", False) and not (reviewed and ending in REVIEW_REOPENS):
+        held = [p.task.id for p in state.parked if p.held_for]
+        hint = "read its report, change the spec, and start a new run"
+        if held and ending in REVIEW_REOPENS:
+            hint = (
+                f"{', '.join(held)} wait(s) for a person: resolve their effects with `overnight "
+                "review resolve effect:KEY --happened|--not-happened --note ...`, then resume"
+            )
         raise ConfigError(
             "RUN_DIR",
             f"this run ended {prior.get('stop_reason')}, which is not resumable "
             "(the same inputs would end the same way)",
-            "read its report, change the spec, and start a new run",
+            hint,
         )
     _archive_result(rd)
     state.stopped_reason = None
