@@ -146,3 +146,61 @@ def test_model_text_is_inert_in_every_rendering(night: AttackNight) -> None:
     ):
         assert_terminal_safe(text, what)
     assert "t_one" in night.cli("review", "--runs", night.run_dir).stdout
+
+
+#: A verify whose first line gives the reason and whose output runs long before its verdict.
+LONG_VERIFY = (
+    "python3 -c \"print('The fixture database is missing: run make fixtures first.'); "
+    "[print('noise line', i, 'x' * 60) for i in range(80)]; "
+    "print('1 failed in 0.02s'); raise SystemExit(1)\""
+)
+
+
+def assert_cut_at_boundaries(text: str) -> None:
+    for i, c in enumerate(text):
+        if c == "\N{HORIZONTAL ELLIPSIS}":
+            assert text[i - 1] == " " and text[i + 1 : i + 2] in ("", " ", "\n"), text
+
+
+def test_a_park_reason_is_shown_whole_wherever_a_person_looks(night: AttackNight) -> None:
+    protected = [f"tests/test_generated_helper_module_number_{i:02d}.py" for i in range(30)]
+    night.tasks = [
+        {
+            "id": "t_forge",
+            "title": "fix add",
+            "brief": "Make add() return the sum.",
+            "verify": night.predicate,
+        },
+        {"id": "t_loud", "title": "fixtures", "command": "true", "verify": LONG_VERIFY},
+    ]
+    writes = "; ".join(f"open({p!r}, 'w').write('x = 1')" for p in protected)
+    out = night.play([("run_command", {"command": f'python3 -c "{writes}"'})], args=())
+    night.assert_contained(out)
+    parked = {p["id"]: p for p in out.result["plan"]["parked"]}
+    forge, loud = parked["t_forge"], parked["t_loud"]
+    # result.json: the detail starts where it starts, its first sentence whole.
+    assert forge["detail"].startswith("tests/test_generated_helper_module_number_00.py (created)")
+    assert loud["detail"].startswith("exit 1: The fixture database is missing")
+    assert "1 failed in 0.02s" in loud["detail"]
+
+    # The progress line names the reason, not an outcome code.
+    assert f"task t_forge parked: {forge['reason']}" in out.stderr
+    assert f"task t_loud parked: {loud['reason']}" in out.stderr
+    assert "-> not_done" not in out.stderr
+    # The summary on stdout names each parked task, its reason and the start of its detail.
+    assert f"parked:  t_forge: {forge['reason']}" in out.stdout
+    assert "         tests/test_generated_helper_module_number_00.py (created)" in out.stdout
+    assert f"parked:  t_loud: {loud['reason']}" in out.stdout
+    assert "The fixture database is missing: run make fixtures first." in out.stdout
+    assert_cut_at_boundaries(out.stdout)
+
+    review = night.cli("review", "--runs", night.run_dir).stdout
+    assert f"t_loud: {loud['reason']}. exit 1: The fixture database is missing" in review
+    assert f"t_forge: {forge['reason']}. tests/test_generated_helper_module_number_00.py" in review
+    assert_cut_at_boundaries(review)
+
+    md = night.cli("report", night.run_dir).stdout
+    said = next(line for line in md.splitlines() if "verifier said" in line)
+    assert "exit 1: The fixture database is missing: run make fixtures first." in said
+    assert "1 failed in 0.02s" in said
+    assert_cut_at_boundaries(md)

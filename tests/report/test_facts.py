@@ -141,7 +141,7 @@ def test_the_variants_put_their_facts_in_both(full_run: Path) -> None:
     assert "3 trace line(s) could not be written; the trace is incomplete." in cut
     assert {"make check", "passed"} <= shared(predicate_met_with_output)
     parked = shared(parked_with_protected_changes)
-    assert {"FAILED tests/test_x.py::test_y", "Makefile", "z10"} <= parked
+    assert {"first line FAILED tests/test_x.py::test_y", "Makefile", "z10"} <= parked
     billed = shared(billing_warnings)
     assert {"over_reservation", "execute attempt 2", "usage_unknown", "a call"} <= billed
     assert "billed $0.0075 against $0.0055 reserved; booked in full" in billed

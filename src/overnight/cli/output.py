@@ -15,7 +15,7 @@ from rich.live import Live
 
 from overnight.cli.panel import render_panel
 from overnight.cli.status import read_status
-from overnight.core.text import printable
+from overnight.core.text import clip, one_line, printable
 from overnight.night.events import Event, RunCreated
 from overnight.report.result import TerminalResult
 
@@ -36,6 +36,9 @@ def progress_line(e: Event) -> str | None:
             note = " (its command timed out)"
         elif f("command_exit_code") not in (None, 0):
             note = f" (its command exited {f('command_exit_code')})"
+        if f("parked"):
+            said = f" ({f('detail')})" if f("detail") else ""
+            return f"{stamp} task {f('task')} parked: {f('parked')}{note}{said}"
         return f"{stamp} task {f('task')} -> {f('outcome')}{note}"
     if kind == "decision" and decision == "out_of_time":
         return f"{stamp} task {f('task')} left in flight: {f('detail')}"
@@ -142,12 +145,28 @@ def finish_output(result: TerminalResult, as_json: bool) -> int:
             if tail:
                 print(f"goal check `{predicate.command}` (exit {predicate.exit_code}) said:")
                 print(printable("\n".join(f"  {line}" for line in tail)))
-        print(f"branch:  {result.branch.name} ({len(result.verified)} verified commit(s))")
+        for p in result.plan.parked:
+            print("parked:  " + one_line(f"{p.id}: {p.reason}"))
+            if p.detail.strip():
+                print("         " + one_line(clip(p.detail, PARKED_SHOWN)))
+        print(f"branch:  {result.branch.name} ({verified_count(result)})")
         print(f"result:  {run_dir / 'result.json'}")
         print(f"report:  overnight report {run_dir}")
         if result.resumable and result.exit_code != 0:
             print(f"resume:  {resume_hint(run_dir, result)}")
     return int(result.exit_code)
+
+
+#: Characters of a parked task's detail the summary shows (the result keeps more).
+PARKED_SHOWN = 300
+
+
+def verified_count(result: TerminalResult) -> str:
+    """Verified tasks and the commits they made, counted apart: a verified task may have had
+    nothing to commit."""
+    tasks = len(result.verified)
+    commits = sum(1 for v in result.verified if v.commit)
+    return f"{tasks} verified task(s), {commits} commit(s)"
 
 
 #: The ``overnight resume`` flag that lifts each budget ending.

@@ -52,6 +52,44 @@ def json_text(body: str) -> str:
     return body.translate(_BIDI_TABLE)
 
 
+ELLIPSIS = "\N{HORIZONTAL ELLIPSIS}"
+#: Where a first sentence ends: a full stop, question or exclamation mark before a space, a
+#: semicolon between the items of a list, or the end of a line.
+_SENTENCE_END = re.compile(r"[.!?;](?=\s)|\n")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text`` (the reason, when the text gives one), whole."""
+    text = text.strip()
+    end = _SENTENCE_END.search(text)
+    return text if end is None else text[: end.end()].rstrip()
+
+
+def _tail_from_boundary(text: str) -> str:
+    """``text`` from its first line, sentence or word boundary on: never from mid-word."""
+    half = len(text) // 2
+    for boundary in (r"\n", r"(?<=[.!?;])\s", r"\s"):
+        found = re.search(boundary, text)
+        if found is not None and (found.start() <= half or boundary == r"\s"):
+            return text[found.end() :].strip()
+    return ""
+
+
+def clip(text: str, limit: int, more: str = "") -> str:
+    """``text`` shortened to about ``limit`` characters for display: its first sentence
+    always whole, then an ellipsis and as much of its end as fits, cut at a line, sentence or
+    word boundary, then ``more`` (where the whole text is) in parentheses. Text that fits is
+    returned as it is."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    head = first_sentence(text)
+    room = limit - len(head) - 3
+    tail = _tail_from_boundary(text[len(head) :][-room:]) if room > 0 else ""
+    where = f" ({more})" if more else ""
+    return f"{head} {ELLIPSIS}{' ' + tail if tail else ''}{where}"
+
+
 def control_characters(text: str, *, newlines: bool) -> list[str]:
     """The control characters in ``text`` (tab always allowed; newline when ``newlines``)."""
     found = [c for c in text if _CONTROL.match(c)]

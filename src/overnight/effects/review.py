@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from overnight.config.spec import Spec
 from overnight.core.errors import ConfigError
+from overnight.core.text import clip
 from overnight.effects.ledger import REVIEW_MARK, UNSETTLED, review_outcome
 from overnight.effects.store import SqliteEffectStore
 from overnight.seams import EffectRow, EffectStore
@@ -113,7 +114,8 @@ def items_of(rd: RunDir, ledger: EffectStore | None = None) -> list[ReviewItem]:
         items.append(item(f"run:{run_id}", "run not resumable", why))
     for p in plan.get("parked") or []:
         kind = "partially applied" if "partially applied" in p.get("reason", "") else "parked"
-        why = f"{p['id']}: {p['reason']}. {str(p.get('detail', ''))[-300:]}".strip()
+        said = clip(str(p.get("detail", "")), 300, f"{rd.path}/artifacts")
+        why = f"{p['id']}: {p['reason']}. {said}".strip()
         items.append(item(f"parked:{run_id}:{p['id']}", kind, why))
     for e in unsettled:
         error = e.error if e.state in UNSETTLED else None

@@ -33,6 +33,8 @@ from overnight.core.endings import Ending, Stop, describe
 from overnight.core.errors import CheckpointCorrupt, DiskFull
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
+from overnight.core.tasks import ParkedTask
+from overnight.core.text import clip
 from overnight.models.gateway import EventSink, ModelGateway, SpendTotals, spend_totals
 from overnight.models.types import estimate_input_tokens
 from overnight.night.alerts import send_alert
@@ -120,6 +122,17 @@ def _warnings(found: list[dict[str, Any]]) -> list[ResultWarning]:
         except ValidationError:
             continue
     return out
+
+
+#: Characters of a parked task's detail and of the goal check's output kept in the result.
+DETAIL_KEPT = 1500
+
+
+def detail_pointer(task_id: str, p: ParkedTask) -> str:
+    """Where the whole of a parked task's detail is."""
+    if p.protected_changes:
+        return "every path: protected_changes"
+    return f"the whole output: artifacts/{task_id}.*verify*.log"
 
 
 def structured_summary(state: RunState, stop: Stop, spent_usd: float, cap_usd: float) -> str:
@@ -255,7 +268,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
                     id=p.task.id,
                     title=p.task.title,
                     reason=p.reason,
-                    detail=p.detail[-1500:],
+                    detail=clip(p.detail, DETAIL_KEPT, more=detail_pointer(p.task.id, p)),
                     patch=p.patch,
                     protected_changes=p.protected_changes,
                 )
@@ -297,7 +310,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
                 command=f.spec.predicate.command,
                 met=s.last_predicate.met,
                 exit_code=s.last_predicate.exit_code,
-                detail=s.last_predicate.detail[-1500:],
+                detail=clip(s.last_predicate.detail, DETAIL_KEPT, more="the whole output: trace"),
                 timed_out=s.last_predicate.timed_out,
                 ran=s.last_predicate.ran,
             )

@@ -33,6 +33,7 @@ from overnight.core.protect import ChangedPath, Protection, build_protection
 from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit
 from overnight.core.state import PredicateRecord, RunState, cannot_run_reason_text
 from overnight.core.tasks import CommandRun, Task
+from overnight.core.text import clip
 from overnight.effects.ledger import UNSETTLED, render_done, render_unknown
 from overnight.night.compose import NightParts
 from overnight.night.finish import (
@@ -243,17 +244,24 @@ class Night:
         checkout of the candidate, retrying), land or park, checkpoint, drift, predicate."""
         s = self.state
         task = s.start_lap()
+        parked_before = len(s.parked)
         try:
             outcome = self.work_on(task)
         except NoTimeLeft as exc:
             self.out_of_time(task, str(exc))
             return
+        parked = s.parked[parked_before:]
         self.trace.event(
             "decision",
             decision="task_finished",
             task=task.id,
             outcome=outcome.value,
             **self.command_fields(),
+            **(
+                {"parked": parked[-1].reason, "detail": clip(parked[-1].detail, 300)}
+                if parked
+                else {}
+            ),
         )
         self.checkpoint()
         # The predicate first: a drift check refused for money (or failing) must not hide a
@@ -455,7 +463,7 @@ class Night:
             why = f"timed out after {ran.timeout_s:g} s"
         else:
             why = cannot_run or f"exit {result.exit_code}"
-        detail = f"{why}: {result.output[-OUTPUT_TAIL:]}".strip()
+        detail = f"{why}: {clip(result.output, OUTPUT_TAIL)}".strip()
         return Verdict(outcome, detail, cannot_run)
 
     def confinement(self, *, model_written: bool = False, tool: bool = False) -> Confinement | None:
@@ -608,7 +616,7 @@ class Night:
             return
         result = ran.result
         met = result.exit_code == 0
-        detail = result.output[-OUTPUT_TAIL:]
+        detail = clip(result.output, OUTPUT_TAIL)
         if ran.cut_at_time_limit:
             detail = (
                 f"not met (timed out at the time limit, after {result.seconds:.1f} s)\n{detail}"

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from overnight.core.budget import BudgetFractions
 from overnight.core.drift import DRIFT_PRUNE_ABOVE
 from overnight.core.endings import DRIFT_HALT_ABOVE
+from overnight.core.text import clip
 from overnight.report.result import BudgetBlock, ResultWarning, TerminalResult, VerifiedTask
 from overnight.report.view import (
     BillingWarning,
@@ -202,10 +203,8 @@ def as_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def last_line(text: str) -> str:
-    """The last line of a command's output, cut at 200 characters; empty when it printed none."""
-    lines = text.strip().splitlines()
-    return lines[-1][:200] if lines else ""
+#: Characters of a parked task's detail shown beside its reason (the page shows it whole).
+SAID_SHOWN = 300
 
 
 # -- the view model ----------------------------------------------------------------------------
@@ -387,7 +386,7 @@ def _billing_warning(w: ResultWarning) -> BillingWarning:
 def _tasks(r: TerminalResult) -> TaskFacts:
     parked = []
     for p in r.plan.parked:
-        said = last_line(p.detail)
+        said = " ".join(clip(p.detail, SAID_SHOWN).split())
         parked.append(
             ParkedRow(
                 id=p.id,

@@ -131,7 +131,8 @@ def render_markdown_facts(f: ReportFacts) -> str:
             changed = ", ".join(md_code(path) for path in p.protected_changes)
             out.append(f"  - protected paths it changed (not committed): {changed}")
         if p.verifier_said:
-            out.append(f"  - verifier said: {md_code(p.verifier_said)}")
+            who = "the protection check" if p.protected_changes else "verifier"
+            out.append(f"  - {who} said: {md_code(p.verifier_said)}")
     if not t.parked:
         out.append("- none")
     out.append("")

@@ -187,7 +187,8 @@ class ParkedRow:
     title: str
     reason: str
     verifier_said: str
-    """The last line of the verifier's output (at most 200 characters); empty when none."""
+    """What the verifier (or the check that parked it) said: its first sentence whole, then
+    as much of its end as fits, cut at a boundary; empty when it said nothing."""
     verifier_output: str = field(metadata=PAGE_ONLY)
     """The whole output kept in the result; empty when ``verifier_said`` is."""
     patch: str | None
