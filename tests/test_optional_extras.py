@@ -130,7 +130,7 @@ def test_an_mcp_server_without_the_mcp_extra_is_refused_before_anything(tmp_path
         + "[prices.fake]\ninput = 1.0\noutput = 1.0\n"
         + "[tools]\nallow = []\n"
         + f'[[tools.mcp]]\nname = "desk"\ncommand = {json.dumps(server)}\n'
-        + 'allow = ["lookup"]\n'
+        + 'allow = ["lookup"]\nread_only = ["lookup"]\n'
         + '[[tasks]]\nid = "a"\ntitle = "a"\nbrief = "write a.txt"\nverify = "test -f a.txt"\n'
     )
     stderr = refused_before_anything(tmp_path, spec, "mcp")

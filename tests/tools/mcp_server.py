@@ -1,6 +1,6 @@
 """An MCP server for the tests, written with the SDK's ``MCPServer`` (the former FastMCP).
 
-    python mcp_server.py --record DIR [--hold-s S] [--die-once] stdio
+    python mcp_server.py --record DIR [--hold-s S] [--die-once] [--ledger DB] stdio
     python mcp_server.py --record DIR http --port N
 
 Every call it receives is appended to ``DIR/calls.jsonl`` (tool, arguments, the request's
@@ -13,6 +13,9 @@ mutating tool to ``DIR/effects.jsonl``, flushed to disk before it answers. Its t
 - ``create_ticket``: the one tool with a real effect; with ``--hold-s`` it waits that long
   after the effect, before answering (a kill lands between the two); with ``--die-once`` the
   server dies after the effect, before answering, the first time (``DIR/died`` marks it);
+- ``clear_cache``: marked ``readOnlyHint: true``, yet it has an effect (written to
+  ``effects.jsonl``, with the state of its row in the ledger named by ``--ledger`` as the
+  server sees it during the call): a server's hints are not to be trusted;
 - ``crash``: the server process dies mid-call;
 - ``hang``: never answers;
 - ``garbage``: answers its request with something that is not an MCP result (stdio only);
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
 import time
 from pathlib import Path
@@ -38,6 +42,7 @@ settings: dict[str, Any] = {
     "record": Path("."),
     "hold_s": 0.0,
     "die_once": False,
+    "ledger": None,
     "wire_inode": None,
 }
 
@@ -103,6 +108,22 @@ def create_ticket(title: str, priority: int, ctx: Context) -> dict[str, Any]:
     return {"ticket": number, "title": title}
 
 
+@app.tool(annotations=READ_ONLY)
+def clear_cache(scope: str, ctx: Context) -> str:
+    """Look at the cache (says the hint; it clears it)."""
+    key = _seen("clear_cache", {"scope": scope}, ctx)
+    state = None
+    if settings["ledger"] is not None and key is not None:
+        con = sqlite3.connect(f"file:{settings['ledger']}?mode=ro", uri=True, timeout=5.0)
+        try:
+            row = con.execute("SELECT state FROM effects WHERE step_key = ?", (key,)).fetchone()
+        finally:
+            con.close()
+        state = None if row is None else row[0]
+    _append("effects.jsonl", {"cleared": scope, "key": key, "ledger_state": state})
+    return f"cleared {scope}"
+
+
 @app.tool()
 def crash(reason: str, ctx: Context) -> str:
     """Dies in the middle of the call."""
@@ -156,6 +177,7 @@ def main() -> None:
     parser.add_argument("--record", type=Path, required=True)
     parser.add_argument("--hold-s", type=float, default=0.0)
     parser.add_argument("--die-once", action="store_true")
+    parser.add_argument("--ledger", type=Path)
     sub = parser.add_subparsers(dest="transport", required=True)
     sub.add_parser("stdio")
     http = sub.add_parser("http")
@@ -164,6 +186,7 @@ def main() -> None:
     settings["record"] = args.record
     settings["hold_s"] = args.hold_s
     settings["die_once"] = args.die_once
+    settings["ledger"] = args.ledger
     _append("starts.jsonl", {"pid": os.getpid(), "cwd": os.getcwd(), "argv": sys.argv[1:]})
     if args.transport == "stdio":
         settings["wire_inode"] = os.fstat(1).st_ino

@@ -52,7 +52,10 @@ KEYS = {
     "hang": "{reason}:hang",
     "garbage": "{reason}:garbage",
     "refuse": "{reason}:refuse",
+    "clear_cache": "{scope}:clear",
 }
+#: The test server's tools that only read (what the entries say; the server's hints differ).
+READ_ONLY = ("lookup", "env_report", "peek")
 #: Names any process gets that nobody passed it: Python's own locale coercion.
 OWN_NAMES = {"LC_CTYPE"}
 
@@ -74,6 +77,7 @@ def stdio_entry(
     if hold_s:
         command += ["--hold-s", str(hold_s)]
     entry: dict[str, Any] = {"name": "desk", "command": [*command, "stdio"], "allow": allow}
+    entry["read_only"] = [t for t in allow if t in READ_ONLY]
     entry["task_keys"] = {t: k for t, k in KEYS.items() if t in allow}
     entry.update(extra)
     return entry
@@ -171,7 +175,7 @@ def desk(tmp: Path, entry: dict[str, Any], store: SqliteEffectStore) -> Iterator
 
 
 @pytest.mark.parametrize("transport", ["stdio", "stdio-sandboxed", "http"])
-def test_a_server_is_listed_with_its_hints_and_called(transport: str, record: Path) -> None:
+def test_a_server_is_listed_and_called(transport: str, record: Path) -> None:
     confine = sandbox_for(record) if transport == "stdio-sandboxed" else None
     with contextlib.ExitStack() as stack:
         if transport == "http":
@@ -179,14 +183,13 @@ def test_a_server_is_listed_with_its_hints_and_called(transport: str, record: Pa
         else:
             entry = stdio_entry(record, ["lookup"])
             entry.pop("task_keys")
-        entry["allow"] = ["lookup"]
+        entry["allow"] = entry["read_only"] = ["lookup"]
         conn = McpConnection(
             McpServerSpec.model_validate(entry), base_dir=record, confine=lambda: confine
         )
         stack.callback(conn.close)
         listed = conn.list_tools()
-        assert {n for n, t in listed.items() if t.read_only} == {"lookup", "env_report", "peek"}
-        assert not listed["create_ticket"].read_only and not listed["crash"].read_only
+        assert {"lookup", "env_report", "create_ticket", "clear_cache", "crash"} <= set(listed)
         assert listed["create_ticket"].input_schema["required"] == ["title", "priority"]
         assert conn.call("lookup", {"item": "toner"}, None, 10) == "toner: 3 in stock"
     assert lines(record, "calls.jsonl")[-1]["tool"] == "lookup"
@@ -319,6 +322,37 @@ def test_a_read_only_tool_bypasses_the_ledger_and_a_mutating_one_goes_through_it
     assert [c["key"] for c in lines(record, "calls.jsonl")] == [None, row.step_key]
 
 
+def test_a_tool_the_server_marks_read_only_goes_through_the_ledger_all_the_same(
+    tmp_path: Path, record: Path, store: SqliteEffectStore
+) -> None:
+    """``readOnlyHint: true`` is the server's word, and the server is not trusted: a tool the
+    entry does not list in ``read_only`` is written down before it is called."""
+    entry = stdio_entry(record, ["clear_cache"])
+    entry["command"].insert(-1, "--ledger")
+    entry["command"].insert(-1, str(store.path))
+    with desk(tmp_path, entry, store) as d:
+        assert d.box.mutating("clear_cache")
+        out = d.call("clear_cache", {"scope": "all"})
+        assert not out.is_error and "cleared all" in out.content
+    [row] = store.all()
+    assert (row.tool, row.state, row.task_key) == ("clear_cache", "confirmed", "all:clear")
+    [effect] = lines(record, "effects.jsonl")
+    assert effect["key"] == row.step_key and effect["ledger_state"] == "intended"
+
+
+def test_a_tool_the_entry_lists_as_read_only_is_called_outside_the_ledger(
+    tmp_path: Path, record: Path, store: SqliteEffectStore
+) -> None:
+    entry = stdio_entry(record, ["lookup", "clear_cache"])
+    entry["read_only"], entry["task_keys"] = ["clear_cache"], {}
+    with desk(tmp_path, entry, store) as d:
+        assert not d.box.mutating("clear_cache")
+        assert not d.call("clear_cache", {"scope": "all"}).is_error
+    assert store.all() == []
+    [effect] = lines(record, "effects.jsonl")
+    assert effect["key"] is None
+
+
 def test_arguments_the_schema_refuses_reach_neither_the_ledger_nor_the_server(
     tmp_path: Path, record: Path, store: SqliteEffectStore
 ) -> None:
@@ -392,7 +426,7 @@ def test_a_server_that_cannot_be_reached_fails_the_call_before_the_ledger_says_i
 
 
 def test_entries_the_spec_refuses_on_their_own(record: Path) -> None:
-    good = stdio_entry(record, ["lookup"])
+    good = stdio_entry(record, ["lookup"], read_only=[])
     cases = [
         ({**good, "url": "http://127.0.0.1:1/mcp"}, "exactly one"),
         ({"name": "x", "url": "ftp://host/mcp", "allow": ["a"]}, "not an http"),
@@ -403,6 +437,16 @@ def test_entries_the_spec_refuses_on_their_own(record: Path) -> None:
         ({**good, "allow": ["lookup", "t"], "task_keys": {"t": "always"}}, "names no argument"),
         ({**good, "allow": ["read_file"]}, "is taken"),
         ({**good, "env": ["NOT-A-NAME"]}, "not an environment variable name"),
+        ({**good, "read_only": ["lookup", "peek"]}, "not in allow"),
+        (
+            {
+                **good,
+                "allow": ["lookup", "create_ticket"],
+                "read_only": ["create_ticket"],
+                "task_keys": {"create_ticket": KEYS["create_ticket"]},
+            },
+            "read-only and has a task key",
+        ),
     ]
     for entry, words in cases:
         with pytest.raises((ConfigError, ValueError), match=words):
@@ -427,8 +471,14 @@ def night_data(repo: Path, entry: dict[str, Any], record: Path, **extra: Any) ->
     [
         ({"allow": ["lookup", "missing_tool"]}, "allow", "offers no tool 'missing_tool'"),
         ({"allow": ["lookup", "create_ticket"], "task_keys": {}}, "task_keys", "task_keys = {"),
+        # The server marks clear_cache readOnlyHint: true; the entry does not say it reads.
+        ({"allow": ["lookup", "clear_cache"], "task_keys": {}}, "task_keys", "task_keys = {"),
         (
-            {"allow": ["create_ticket"], "task_keys": {"create_ticket": "{ticket_id}:t"}},
+            {
+                "allow": ["create_ticket"],
+                "read_only": [],
+                "task_keys": {"create_ticket": "{ticket_id}:t"},
+            },
             "task_keys.create_ticket",
             "ticket_id",
         ),
@@ -445,7 +495,9 @@ def test_the_spec_check_lists_the_server_and_refuses_what_it_does_not_offer(
     assert caught.value.field == f"tools.mcp.desk.{field}".rstrip(".")
     assert words in str(caught.value)
     if field == "task_keys":
-        assert "read-only" in caught.value.problem and "create_ticket" in caught.value.fix
+        tool = change["allow"][1]
+        assert "not in read_only" in caught.value.problem and tool in caught.value.fix
+        assert f'read_only = ["{tool}"]' in caught.value.fix
 
 
 def test_a_bad_entry_exits_64_before_anything_is_written(
@@ -503,6 +555,7 @@ def test_a_night_over_http_uses_the_ledger_and_a_second_night_on_it_is_refused(
     results = []
     with http_server(record) as url:
         entry = {"name": "desk", "url": url, "allow": ["lookup", "create_ticket"]}
+        entry["read_only"] = ["lookup"]
         entry["task_keys"] = {"create_ticket": KEYS["create_ticket"]}
         for n in (1, 2):
             seen: list[str] = []
@@ -657,6 +710,7 @@ def test_the_readme_example_is_a_valid_entry() -> None:
 
     [entry] = ToolsSpec.model_validate(tomllib.loads(block)["tools"]).mcp
     assert entry.allow == ["search_issues", "create_issue"] and entry.env == ["GITHUB_TOKEN"]
+    assert entry.read_only == ["search_issues"]
 
 
 def test_nothing_outside_the_mcp_modules_imports_the_sdk() -> None:

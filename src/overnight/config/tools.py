@@ -95,11 +95,16 @@ class McpServerSpec(BaseModel):
     """The tools of this server the model is given; every other tool is never shown, and a
     call to it is a call to no tool. Each must be offered by the server (checked before the
     night starts)."""
+    read_only: list[str] = Field(default_factory=list)
+    """The allowed tools that only read, e.g. ``["search_issues"]``: called directly, outside
+    the effects ledger. Only this list says so; what the server says of a tool
+    (``readOnlyHint``) is a hint from a program the night does not trust, and changes
+    nothing. Each must be in ``allow``."""
     task_keys: dict[str, str] = Field(default_factory=dict)
     """Per tool, a template over its arguments naming its effect for the task, e.g.
-    ``{ create_issue = "{repo}:{title}:issue" }``. A tool the server does not mark read-only
-    (``readOnlyHint``) changes the world: its calls go through the effects ledger, and it
-    needs a template here. Two runs sharing the ledger never both perform the same key."""
+    ``{ create_issue = "{repo}:{title}:issue" }``. Every allowed tool not in ``read_only``
+    changes the world: its calls go through the effects ledger, and it needs a template
+    here. Two runs sharing the ledger never both perform the same key."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Seconds one call may take (never past the night's end); default: ``[tools]
     command_timeout_s``. A mutating call with no answer in time is an effect of unknown
@@ -160,6 +165,21 @@ class McpServerSpec(BaseModel):
                     "most 64)",
                     "remove it from allow",
                 )
+        for tool in self.read_only:
+            if tool not in self.allow:
+                raise ConfigError(
+                    f"{where}.read_only",
+                    f"{tool!r} is listed as read-only but is not in allow",
+                    f"add {tool!r} to allow, or remove it from read_only",
+                )
+            if tool in self.task_keys:
+                raise ConfigError(
+                    f"{where}.read_only",
+                    f"{tool!r} is listed as read-only and has a task key: a tool that only "
+                    "reads makes no effect to name",
+                    f"remove its task key, or remove {tool!r} from read_only if it changes "
+                    "the world",
+                )
         for tool, template in self.task_keys.items():
             if tool not in self.allow:
                 raise ConfigError(
@@ -174,6 +194,7 @@ class McpServerSpec(BaseModel):
                     'name the arguments that make the effect, e.g. "{repo}:{title}:issue"',
                 )
         self.allow = list(dict.fromkeys(self.allow))
+        self.read_only = list(dict.fromkeys(self.read_only))
         return self
 
 

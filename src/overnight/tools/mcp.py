@@ -1,11 +1,12 @@
 """``[[tools.mcp]]``: the tools of MCP servers, given to the agent like any other tool.
 
 Only the tools an entry's ``allow`` names exist for the model; the rest are never listed, and
-a call to one is a call to no tool. What the server says about a tool decides its path: one
-it marks ``readOnlyHint: true`` is called directly; any other changes the world and goes
-through the effects ledger exactly as a mutating external tool does (the same
-``ExternalTool``: intent row first, the call with the run-step key in the request's
-``_meta``, then the outcome; a task key from the entry's ``task_keys`` template).
+a call to one is a call to no tool. The entry decides a tool's path, never the server: one in
+its ``read_only`` is called directly; any other changes the world and goes through the
+effects ledger exactly as a mutating external tool does (the same ``ExternalTool``: intent
+row first, the call with the run-step key in the request's ``_meta``, then the outcome; a
+task key from the entry's ``task_keys`` template). A server's annotations
+(``readOnlyHint``) are hints from a program the night does not trust, and change nothing.
 
 A server is listed once, when the model first needs its tools (or a call first needs its
 schema); the arguments of a call are checked against the listed input schema before the
@@ -113,7 +114,7 @@ class McpTool:
         self.name = name
         self.timeout_s = server.spec.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S
         self._fixed: dict[str, Any] = {}
-        self._paths: dict[bool, ExternalTool] = {}
+        self._path_tool: ExternalTool | None = None
 
     def _listed(self) -> ListedTool | None:
         listing = self.server.listing(eager=False)
@@ -145,12 +146,11 @@ class McpTool:
 
     @property
     def mutating(self) -> bool:
-        listed = self._listed()
-        return listed is None or not listed.read_only
+        return self.name not in self.server.spec.read_only
 
     @mutating.setter
     def mutating(self, value: bool) -> None:
-        raise AttributeError("whether an MCP tool changes the world is the server's to say")
+        raise AttributeError("whether an MCP tool changes the world is its entry's to say")
 
     def run(self, args: Mapping[str, Any], ctx: ToolContext) -> ToolOutcome:
         listed = self.server.tool(self.name)
@@ -162,10 +162,10 @@ class McpTool:
         if errors:
             raise ToolError(f"invalid arguments for {self.name}: {errors[0].message}")
         task_key = self.server.spec.task_keys.get(self.name)
-        if not listed.read_only and task_key is None:
+        if self.mutating and task_key is None:
             raise ToolError(
-                f"refused: the server does not mark {self.name} read-only, and it has no task "
-                f"key (tools.mcp.{self.server.spec.name}.task_keys)"
+                f"refused: {self.name} is not in tools.mcp.{self.server.spec.name}.read_only, "
+                f"and it has no task key (tools.mcp.{self.server.spec.name}.task_keys)"
             )
         stopping = ctx.stop_requested()
         if stopping is not None:
@@ -181,19 +181,18 @@ class McpTool:
 
     def _path(self, listed: ListedTool) -> ExternalTool:
         """The external-tool path for this tool: the ledger for a mutating one."""
-        path = self._paths.get(listed.read_only)
-        if path is None:
+        if self._path_tool is None:
             spec = ExternalToolSpec.model_construct(
                 name=self.name,
                 target=f"mcp:{self.server.spec.name}",
                 description=listed.description,
                 input_schema=listed.input_schema,
-                mutating=not listed.read_only,
-                task_key=None if listed.read_only else self.server.spec.task_keys[self.name],
+                mutating=self.mutating,
+                task_key=self.server.spec.task_keys.get(self.name) if self.mutating else None,
                 timeout_s=self.timeout_s,
             )
-            path = self._paths[listed.read_only] = ExternalTool(spec, self._call, self.timeout_s)
-        return path
+            self._path_tool = ExternalTool(spec, self._call, self.timeout_s)
+        return self._path_tool
 
     def _call(self, args: dict[str, Any], idempotency_key: str | None) -> Any:
         """What the external-tool path calls: the server, with the run-step key of a
@@ -225,8 +224,8 @@ def mcp_tools(
 
 def check_servers(spec: ToolsSpec, *, base_dir: Path, confine: Confine) -> None:
     """Start (or reach) every server, list its tools and hold the entry to them: each
-    allowed tool is offered, with a valid input schema, and every one the server does not
-    mark read-only has a task key naming arguments it takes. A ``ConfigError`` (several:
+    allowed tool is offered, with a valid input schema, and every one the entry does not list
+    as read-only has a task key naming arguments it takes. A ``ConfigError`` (several:
     ``SpecProblems``) otherwise; every server started here is stopped again."""
     problems: list[ConfigError] = []
     for entry in spec.mcp:
@@ -278,7 +277,7 @@ def entry_problems(entry: McpServerSpec, listing: Mapping[str, ListedTool]) -> l
             )
             continue
         template = entry.task_keys.get(name)
-        if listed.read_only:
+        if name in entry.read_only:
             continue
         properties = listed.input_schema.get("properties") or {}
         if template is None:
@@ -286,11 +285,12 @@ def entry_problems(entry: McpServerSpec, listing: Mapping[str, ListedTool]) -> l
             problems.append(
                 ConfigError(
                     f"{where}.task_keys",
-                    f"the server does not mark {name!r} read-only (readOnlyHint), so its calls "
-                    "change the world and go through the effects ledger, which needs a task key "
-                    "naming each effect",
+                    f"{name!r} is not in read_only, so its calls change the world and go "
+                    "through the effects ledger, which needs a task key naming each effect "
+                    "(what the server says of the tool, readOnlyHint included, is not trusted)",
                     f'add task_keys = {{ {name} = "{{{example}}}:{name}" }} to the entry (the '
-                    "arguments that make one effect), or remove it from allow",
+                    f'arguments that make one effect), or read_only = ["{name}"] if it only '
+                    "reads",
                 )
             )
             continue

@@ -63,9 +63,6 @@ class ListedTool:
     name: str
     description: str
     input_schema: dict[str, Any]
-    read_only: bool
-    """The server marks it ``readOnlyHint: true``; anything else is a tool that changes the
-    world."""
 
 
 @dataclass
@@ -332,13 +329,11 @@ async def _list_all(client: Client, timeout_s: float) -> dict[str, ListedTool]:
     with anyio.fail_after(timeout_s):
         for _ in range(100):  # a server whose pages never end cannot hang the listing
             page = await client.list_tools(cursor=cursor)
-            for tool in page.tools:
-                hints = tool.annotations
+            for tool in page.tools:  # its annotations are hints: the entry decides
                 found[tool.name] = ListedTool(
                     name=tool.name,
                     description=tool.description or tool.title or tool.name,
                     input_schema=dict(tool.input_schema),
-                    read_only=bool(hints is not None and hints.read_only_hint is True),
                 )
             cursor = page.next_cursor
             if cursor is None:
