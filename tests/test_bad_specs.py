@@ -189,7 +189,10 @@ def test_every_problem_of_a_spec_is_listed_with_its_field_and_fix(
     assert "3 problems in the spec" in err
     lines = err.splitlines()
     assert any(line.strip().startswith("goal: Field required (fix:") for line in lines), err
-    assert any(line.strip().startswith("gaol: unknown field (a typo?)") for line in lines), err
+    assert any(
+        line.strip().startswith("gaol: unknown field `gaol`") and "did you mean `goal`?" in line
+        for line in lines
+    ), err
     assert any(line.strip().startswith("budget.usd:") and "fix:" in line for line in lines), err
     assert not (tmp_path / "run").exists()
 
@@ -240,3 +243,45 @@ def test_a_night_without_a_model_needs_no_money_cap(
     spec_path = write_spec(tmp_path / "model.toml", with_model)
     code, err = run_cli(["run", str(spec_path), "--run-dir", str(tmp_path / "run2")], capsys)
     assert code == 64 and "budget.usd" in err and "needs a money cap" in err
+
+
+@pytest.mark.parametrize(
+    ("table", "typo", "meant", "where"),
+    [
+        ("budget", "huors", "hours", "[budget]"),
+        ("predicate", "comand", "command", "[predicate]"),
+        ("run", "retires", "retries", "[run]"),
+        ("sandbox", "netwrok", "network", "[sandbox]"),
+    ],
+)
+def test_an_unknown_key_suggests_the_nearest_key_of_its_own_table(
+    repo: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    table: str,
+    typo: str,
+    meant: str,
+    where: str,
+) -> None:
+    data = spec_data(repo, tasks=[TASK])
+    data.setdefault(table, {})[typo] = data.get(table, {}).get(meant, 1)
+    spec_path = write_spec(tmp_path / "night.toml", data)
+    code, err = run_cli(["run", str(spec_path), "--run-dir", str(tmp_path / "run")], capsys)
+    assert code == 64
+    assert f"{table}.{typo}: unknown field `{typo}` in {where}" in err, err
+    assert f"did you mean `{meant}`?" in err, err
+    assert "add a [" not in err  # the table exists: no hint to add it
+    assert not (tmp_path / "run").exists()
+
+
+def test_an_unknown_key_far_from_every_key_lists_what_its_table_takes(
+    repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = spec_data(repo, tasks=[{**TASK, "zzzz": 1}])
+    code, err = run_cli(
+        ["run", str(write_spec(tmp_path / "night.toml", data)), "--run-dir", str(tmp_path / "r")],
+        capsys,
+    )
+    assert code == 64
+    assert "tasks[0].zzzz: unknown field `zzzz` in [[tasks]]" in err, err
+    assert "[[tasks]] takes: id, title, command, brief, verify" in err, err

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import tomllib
 from contextlib import AbstractContextManager
+from difflib import get_close_matches
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -329,6 +330,54 @@ def _fix_for(field: str) -> str:
     return "see the spec reference in the README"
 
 
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The pydantic model an annotation holds (itself, in a list, a dict's values, optional)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in reversed(get_args(annotation)):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _table_of(loc: tuple[int | str, ...]) -> tuple[str, list[str]]:
+    """The table an unknown key at ``loc`` sits in (``[budget]``, ``[[tasks]]``, the top
+    level) and the keys that table takes."""
+    model: type[BaseModel] = Spec
+    names: list[str] = []
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        inner = _model_in(field.annotation) if field is not None else None
+        if inner is None:  # a free-form table (prices per model name): no list to offer
+            names.append(part)
+            continue
+        model, names = inner, [*names, part]
+    keys = [name for name, f in model.model_fields.items() if not f.exclude and name != "base_dir"]
+    if not names:
+        return "the top level of the spec", keys
+    if len(loc) >= 2 and isinstance(loc[-2], int):
+        return f"[[{'.'.join(names)}]]", keys
+    return f"[{'.'.join(names)}]", keys
+
+
+def _unknown_key(loc: tuple[int | str, ...]) -> tuple[str, str]:
+    """The problem and the fix of a key the spec's table does not take: the nearest valid
+    key of that very table when one is close, else the keys it takes."""
+    key = str(loc[-1])
+    table, keys = _table_of(loc)
+    near = get_close_matches(key, keys, n=1, cutoff=0.6)
+    listed = ", ".join(keys)
+    if near:
+        return (
+            f"unknown field `{key}` in {table}",
+            f"did you mean `{near[0]}`? ({table} takes: {listed})",
+        )
+    return f"unknown field `{key}` in {table}", f"{table} takes: {listed}"
+
+
 def parse_spec(data: dict[str, Any], base_dir: Path) -> Spec:
     """Validate a spec mapping: a ``ConfigError`` for one problem, ``SpecProblems`` listing
     every problem (each with its field and fix) for several."""
@@ -338,10 +387,10 @@ def parse_spec(data: dict[str, Any], base_dir: Path) -> Spec:
         problems: list[ConfigError] = []
         for err in exc.errors():
             field = _field_of(tuple(err["loc"]))
-            message = err["msg"]
             if err["type"] == "extra_forbidden":
-                message = "unknown field (a typo?)"
-            problems.append(ConfigError(field, message, _fix_for(field)))
+                problems.append(ConfigError(field, *_unknown_key(tuple(err["loc"]))))
+                continue
+            problems.append(ConfigError(field, err["msg"], _fix_for(field)))
         if len(problems) == 1:
             raise problems[0] from None
         raise SpecProblems(problems) from None
