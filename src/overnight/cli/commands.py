@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from overnight import api
 from overnight.cli.fleet import add_fleet_parser, cmd_fleet, cmd_fleet_review
 from overnight.cli.output import Progress, finish_output, progress_line
+from overnight.cli.pipes import flush_standard_streams, guard_standard_streams
 from overnight.cli.reprice import add_reprice_parser, cmd_reprice
 from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError, OvernightError
@@ -544,8 +545,11 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv is None:  # a process of its own: a reader that goes away is not its failure
+        guard_standard_streams()
     args = _parser().parse_args(argv)
     code = _dispatch(args)
+    flush_standard_streams()
     if args.command == "fleet" and argv is None:
         # The Temporal SDK's native threads can abort the interpreter while it finalizes
         # (exit 134 after a clean run): a fleet command's process ends here, flushed.
