@@ -17,6 +17,7 @@ from overnight.cli.panel import render_panel
 from overnight.cli.status import read_status
 from overnight.core.text import clip, one_line, printable
 from overnight.night.events import Event, RunCreated
+from overnight.report.facts import spent_sentence
 from overnight.report.result import TerminalResult
 
 #: The live panel is redrawn at most this often (seconds).
@@ -149,6 +150,7 @@ def finish_output(result: TerminalResult, as_json: bool) -> int:
             print("parked:  " + one_line(f"{p.id}: {p.reason}"))
             if p.detail.strip():
                 print("         " + one_line(clip(p.detail, PARKED_SHOWN)))
+        print(f"spent:   {spent_sentence(result)}")
         print(f"branch:  {result.branch.name} ({verified_count(result)})")
         print(f"result:  {run_dir / 'result.json'}")
         print(f"report:  overnight report {run_dir}")

@@ -16,7 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from overnight.cli.status import bands_text, drift_text, elapsed_text
+from overnight.cli.status import bands_text, drift_text, elapsed_text, has_money, spent_text
 from overnight.core.text import printable
 
 BANDS = ((0.70, "notice"), (0.90, "no new task"), (0.92, "enforced"))
@@ -65,9 +65,15 @@ def render_panel(status: dict[str, Any], event: str | None = None) -> Renderable
     if "stop_reason" in status:
         state = f"{state}: {status['stop_reason']} (exit {status.get('exit_code')})"
     table.add_row("run", f"{status.get('run_id')}  {state}")
-    if status.get("spent_usd") is not None:
+    if not has_money(status):
+        table.add_row("money", "none (a night without a model spends no money)")
+    elif status.get("spent_usd") is not None and status.get("cap_usd"):
         table.add_row("spend", spend_bar(float(status["spent_usd"]), float(status["cap_usd"])))
+        if status.get("wrapup_usd"):
+            table.add_row("", f"the closing summary's ${float(status['wrapup_usd']):.4f} included")
         table.add_row("", Text(bands_text(status), style="dim"))
+    elif status.get("spent_usd") is not None:
+        table.add_row("spend", spent_text(status))
     tasks = status.get("tasks")
     if tasks:
         table.add_row(

@@ -32,6 +32,7 @@ def read_status(path: Path) -> dict[str, Any]:
         out["stop_reason"] = result["stop_reason"]
         out["exit_code"] = result["exit_code"]
         out["resumable"] = result["resumable"]
+        out["wrapup_usd"] = (result.get("wrapup") or {}).get("cost_usd")
     else:
         out["state"] = "interrupted (no process, no result): resume it"
     try:
@@ -41,6 +42,7 @@ def read_status(path: Path) -> dict[str, Any]:
         out["spent_usd"] = None
         out["spend_error"] = str(exc)
     out["cap_usd"] = spec["budget"]["usd"]
+    out["model"] = spec.get("model") is not None
     out["hours"] = spec["budget"]["hours"]
     for band, default in asdict(BudgetFractions()).items():
         out[band] = float(spec["budget"].get(band, default))
@@ -98,6 +100,23 @@ def drift_text(s: dict[str, Any]) -> str:
     return f"{float(s.get('drift_score', 0.0)):.2f}"
 
 
+def has_money(s: dict[str, Any]) -> bool:
+    """Whether the run has money to show: a model, a money cap or something spent."""
+    return bool(s.get("model", True) or s.get("cap_usd") or s.get("spent_usd"))
+
+
+def spent_text(s: dict[str, Any]) -> str:
+    """The spend against the cap, with the closing summary named once it is in the total."""
+    spent, cap = float(s["spent_usd"]), s.get("cap_usd") or 0.0
+    text = f"${spent:.4f}"
+    if cap:
+        text += f" of ${float(cap):.2f} ({100 * spent / float(cap):.0f}%)"
+    wrapup = s.get("wrapup_usd")
+    if wrapup:
+        text += f", the closing summary's ${float(wrapup):.4f} included"
+    return text
+
+
 def render_status(s: dict[str, Any]) -> str:
     lines = [f"run {s['run_id']}: {s['state']}" + (f" (pid {s['pid']})" if s.get("pid") else "")]
     if "stop_reason" in s:
@@ -105,9 +124,10 @@ def render_status(s: dict[str, Any]) -> str:
             f"ended: {s['stop_reason']} (exit {s['exit_code']}, "
             f"{'resumable' if s['resumable'] else 'not resumable'})"
         )
-    if s.get("spent_usd") is not None:
-        share = 100 * s["spent_usd"] / s["cap_usd"] if s["cap_usd"] else 0.0
-        lines.append(f"spent: ${s['spent_usd']:.4f} of ${s['cap_usd']:.2f} ({share:.0f}%)")
+    if not has_money(s):
+        lines.append("money: none (a night without a model spends no money)")
+    elif s.get("spent_usd") is not None:
+        lines.append(f"spent: {spent_text(s)}")
     if "tasks" in s:
         t = s["tasks"]
         lines.append(

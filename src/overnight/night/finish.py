@@ -152,10 +152,12 @@ def structured_summary(state: RunState, stop: Stop, spent_usd: float, cap_usd: f
         lines.append("Not started: " + ", ".join(t.id for t in s.queue) + ".")
     if s.pruned:
         lines.append("Pruned for drift: " + ", ".join(p.task.id for p in s.pruned) + ".")
-    lines.append(
-        f"Spent ${spent_usd:.2f} of ${cap_usd:.2f}; "
-        f"goal predicate {'passed' if s.goal_met else 'not passed'}."
+    money = (
+        f"Spent ${spent_usd:.4f} of ${cap_usd:.2f} when this summary was written"
+        if cap_usd > 0 or spent_usd > 0
+        else "No model, no money spent"
     )
+    lines.append(f"{money}; goal predicate {'passed' if s.goal_met else 'not passed'}.")
     return "\n".join(lines)
 
 

@@ -341,6 +341,32 @@ def _budget(key: str, name: str, b: BudgetBlock, fractions: BudgetFractions) -> 
     )
 
 
+def without_model(r: TerminalResult) -> bool:
+    """A night that had no money to spend: no money limit and no model call."""
+    limit = r.budgets.cost_usd.limit
+    return (limit is None or limit <= 0) and r.spend.model_calls == 0 and r.spend.total_usd == 0
+
+
+def spent_sentence(r: TerminalResult) -> str:
+    """The night's one total, with the closing summary's share of it named."""
+    if without_model(r):
+        return "none (a night without a model spends no money)"
+    total, wrapup = r.spend.total_usd, r.wrapup.cost_usd
+    before = max(0.0, total - wrapup)
+    # One precision for the three figures, so that they visibly add up.
+    fine = any(fmt_usd(v) != f"${v:,.2f}" for v in (total, wrapup, before))
+
+    def usd(value: float) -> str:
+        return f"${value:,.4f}" if fine else fmt_usd(value)
+
+    text = f"{usd(total)} in total in {r.spend.model_calls} model call(s)"
+    if wrapup > 0:
+        text += f", the closing summary's {usd(wrapup)} included (before it: {usd(before)})"
+    else:
+        text += ", no closing summary call among them"
+    return text
+
+
 def _spend(r: TerminalResult, fractions: BudgetFractions) -> SpendFacts:
     s = r.spend
     cpv = s.cost_per_verified_task
@@ -349,6 +375,8 @@ def _spend(r: TerminalResult, fractions: BudgetFractions) -> SpendFacts:
         model_calls=s.model_calls,
         wrapup=fmt_usd(r.wrapup.cost_usd),
         per_verified_task="n/a (nothing verified)" if cpv is None else fmt_usd(cpv),
+        said=spent_sentence(r),
+        no_model=without_model(r),
         by_purpose=[
             Pair(k, fmt_usd(v)) for k, v in sorted(s.by_purpose.items(), key=lambda kv: -kv[1])
         ],

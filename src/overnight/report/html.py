@@ -145,7 +145,12 @@ def _verdict(f: ReportFacts) -> str:
     glance = (
         f"{len(tasks.verified)} verified · {len(tasks.parked)} parked · "
         f"{len(tasks.pruned)} pruned · {len(tasks.not_started)} not started · {in_flight} · "
-        f"{e(f.spend.total)} spent in {f.spend.model_calls} model call(s)"
+        + (
+            "no model, no money"
+            if f.spend.no_model
+            else f"{e(f.spend.total)} spent in {f.spend.model_calls} model call(s), "
+            "the closing summary included"
+        )
     )
     sent = ""
     if h.alerts_sent:
@@ -202,7 +207,9 @@ BUDGET_LABELS = {
 
 
 def _budgets(f: ReportFacts) -> str:
-    gauges = "".join(_gauge(row) for row in f.budgets)
+    gauges = "".join(
+        _gauge(row) for row in f.budgets if not (f.spend.no_model and row.key == "cost_usd")
+    )
     legend = _legend(
         "Marks:",
         ("notice", "notice (money: the agent is told to hurry)"),
@@ -213,6 +220,8 @@ def _budgets(f: ReportFacts) -> str:
     wrap = (
         f'<p class="muted">Used at the stop decision; the closing summary cost '
         f"{e(f.spend.wrapup)} from the reserve on top.</p>"
+        if not f.spend.no_model
+        else '<p class="muted">No money gauge: a night without a model spends no money.</p>'
     )
     return f'<section id="budgets"><h2>Budgets</h2>{gauges}{legend}{wrap}</section>'
 
@@ -247,6 +256,8 @@ def _gauge(row: BudgetRow) -> str:
 
 
 def _spend(s: SpendFacts) -> str:
+    if s.no_model:
+        return f'<section id="spend"><h2>Spend</h2><p>Spent {e(s.said)}.</p></section>'
     purposes = "".join(
         f'<tr><td>{e(p.name)}</td><td class="num">{e(p.value)}</td></tr>' for p in s.by_purpose
     )
@@ -255,11 +266,11 @@ def _spend(s: SpendFacts) -> str:
         for line in s.lines
     )
     facts = (
-        '<div class="two"><div>'
+        f'<p class="spent">Spent {e(s.said)}.</p><div class="two"><div>'
         f'<dl class="facts"><div><dt>spent in all</dt><dd>{e(s.total)}</dd>'
         f"</div><div><dt>model calls</dt><dd>{s.model_calls}</dd></div>"
         f"<div><dt>cost per verified task</dt><dd>{e(s.per_verified_task)}</dd></div>"
-        f"<div><dt>wrap-up</dt><dd>{e(s.wrapup)}</dd></div></dl>"
+        f"<div><dt>closing summary (included)</dt><dd>{e(s.wrapup)}</dd></div></dl>"
         + (f"<h3>Money lines</h3><ul>{reached}</ul>" if reached else "")
         + "</div><div><h3>By purpose</h3>"
         + (f"<table>{purposes}</table>" if purposes else '<p class="muted">no spend</p>')

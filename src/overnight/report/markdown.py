@@ -79,7 +79,12 @@ def render_markdown_facts(f: ReportFacts) -> str:
     out.append("")
     out.append("## Summary")
     out.append("")
-    out.append(f"_{f.summary.written_by}_")
+    money_note = (
+        "; money figures in it are from before its own call"
+        if f.summary.source == "model" and not s.no_model
+        else ""
+    )
+    out.append(f"_{f.summary.written_by}{money_note}_")
     out.append("")
     if f.summary.error:
         out.append(f"The summary call failed: {md_code(f.summary.error)}")
@@ -90,15 +95,16 @@ def render_markdown_facts(f: ReportFacts) -> str:
     out.append("")
     out.append("| budget | used | limit | share | stop at | enforced at |")
     out.append("|---|---|---|---|---|---|")
-    out.extend(_budget_row(row) for row in f.budgets)
+    out.extend(_budget_row(row) for row in f.budgets if not (s.no_model and row.key == "cost_usd"))
     out.append("")
-    out.append(_money_lines(f))
-    out.append("")
-    out.append(
-        f"Spent {s.total} in {s.model_calls} model call(s), wrap-up {s.wrapup} included; "
-        f"per verified task: {s.per_verified_task}."
-    )
-    out.append("")
+    if s.no_model:
+        out.append(f"Money: {s.said}.")
+        out.append("")
+    else:
+        out.append(_money_lines(f))
+        out.append("")
+        out.append(f"Spent {s.said}; per verified task: {s.per_verified_task}.")
+        out.append("")
     if s.by_purpose:
         out.append("By purpose: " + ", ".join(f"{p.name} {p.value}" for p in s.by_purpose) + ".")
         out.append("")
@@ -108,8 +114,9 @@ def render_markdown_facts(f: ReportFacts) -> str:
             f"- {md_code(w.kind)} {md_escape(w.call)}: {md_escape(w.message)}" for w in s.warnings
         )
         out.append("")
-    out.append(_spend_curve(s))
-    out.append("")
+    if not s.no_model:
+        out.append(_spend_curve(s))
+        out.append("")
     out.append(f"## Verified tasks ({len(t.verified)})")
     out.append("")
     for v in t.verified:

@@ -153,6 +153,9 @@ class SpendFacts:
     model_calls: int
     wrapup: str
     per_verified_task: str
+    said: str
+    """The total in one sentence, naming the closing summary's share of it (or that a night
+    without a model spent nothing): the one total every output shows."""
     by_purpose: list[Pair]
     """Largest first."""
     lines: list[MoneyLineFacts]
@@ -162,6 +165,8 @@ class SpendFacts:
     """The money limit, for the chart's scale."""
     warnings: list[BillingWarning] = field(default_factory=list)
     """Calls whose bill was not simply what they reported within what was reserved."""
+    no_model: bool = False
+    """A night without a model and without a money limit: nothing to gauge."""
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ def answer(request, n):
         return [
             TextBlock(
                 text=f"Ended {facts['stop_reason']}. Verified and committed: {done}. "
-                f"Spent ${facts['spent_usd']:.4f} of ${facts['cap_usd']:.2f}. "
+                f"Spent ${facts['spent_usd']:.4f} of ${facts['cap_usd']:.2f} before this note. "
                 "Both fixes are in textstats/core.py; the tests were not edited."
             )
         ]
