@@ -121,6 +121,10 @@ class ToolContext:
     confine: Callable[[], Confinement | None] = field(default=lambda: None)
     """The sandbox a command of ``run_command`` runs in; None: unconfined (``[sandbox] mode =
     "off"``, or a test that builds a context by hand)."""
+    trace_context: Callable[[str], dict[str, str]] = field(default=lambda _tool: {})
+    """The W3C trace context (``traceparent``, maybe ``tracestate``) of the span this call of
+    the named tool becomes, for a tool whose server may join the night's trace; empty when the
+    night exports no spans."""
 
 
 @dataclass(frozen=True)
@@ -283,6 +287,8 @@ class ExecContext:
     """Why a worktree path is part of what judges the work (the file tools refuse it)."""
     confine: Callable[[], Confinement | None] = field(default=lambda: None)
     """The sandbox for a command the executor runs in the worktree."""
+    trace_context: Callable[[str], dict[str, str]] = field(default=lambda _tool: {})
+    """What a tool call's context carries as ``trace_context`` (see ``ToolContext``)."""
 
 
 @dataclass(frozen=True)

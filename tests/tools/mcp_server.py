@@ -4,8 +4,8 @@
     python mcp_server.py --record DIR http --port N
 
 Every call it receives is appended to ``DIR/calls.jsonl`` (tool, arguments, the request's
-``_meta`` idempotency key, the environment names it runs with); every real effect of the
-mutating tool to ``DIR/effects.jsonl``, flushed to disk before it answers. Its tools:
+whole ``_meta`` and the idempotency key in it); every real effect of the mutating tool to
+``DIR/effects.jsonl``, flushed to disk before it answers. Its tools:
 
 - ``lookup`` (``readOnlyHint: true``): answers from a fixed table;
 - ``env_report`` (read-only): the names of its environment, and whether the two secrets the
@@ -56,15 +56,19 @@ def _append(name: str, entry: dict[str, Any]) -> None:
 
 def _seen(tool: str, args: dict[str, Any], ctx: Context | None = None) -> str | None:
     meta = dict(ctx.request_context.meta or {}) if ctx is not None else {}
-    key = meta.get("idempotency_key")
-    _append("calls.jsonl", {"tool": tool, "args": args, "key": key, "pid": os.getpid()})
+    sdk_own = [k for k in meta if k == "progressToken" or k.startswith("io.modelcontextprotocol/")]
+    for name in sdk_own:  # what the SDK's client adds of its own accord
+        del meta[name]
+    key = meta.get("dev.overnight/idempotency_key")
+    entry = {"tool": tool, "args": args, "key": key, "meta": meta, "pid": os.getpid()}
+    _append("calls.jsonl", entry)
     return key if isinstance(key, str) else None
 
 
 @app.tool(annotations=READ_ONLY)
-def lookup(item: str) -> str:
+def lookup(item: str, ctx: Context) -> str:
     """Look an item up in the stock table (reads only)."""
-    _seen("lookup", {"item": item})
+    _seen("lookup", {"item": item}, ctx)
     return f"{item}: 3 in stock"
 
 

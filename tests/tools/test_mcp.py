@@ -319,7 +319,11 @@ def test_a_read_only_tool_bypasses_the_ledger_and_a_mutating_one_goes_through_it
     )
     [effect] = lines(record, "effects.jsonl")
     assert effect["key"] == row.step_key  # the run-step key reached the server in _meta
-    assert [c["key"] for c in lines(record, "calls.jsonl")] == [None, row.step_key]
+    # under a reverse-DNS prefix; nothing else without telemetry
+    assert [c["meta"] for c in lines(record, "calls.jsonl")] == [
+        {},
+        {"dev.overnight/idempotency_key": row.step_key},
+    ]
 
 
 def test_a_tool_the_server_marks_read_only_goes_through_the_ledger_all_the_same(

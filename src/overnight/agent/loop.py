@@ -135,6 +135,7 @@ class AgentExecutor:
                     on_refused=ctx.on_refused,
                     protected=ctx.protected,
                     confine=ctx.confine,
+                    trace_context=ctx.trace_context,
                 )
                 started = round(ctx.now(), 3)
                 outcome = self.toolbox.dispatch(use.name, use.input, tool_ctx)

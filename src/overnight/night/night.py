@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from importlib.metadata import packages_distributions
@@ -134,6 +135,8 @@ class Night:
         self.persist = True
         self.budgets_at_stop: dict[str, BudgetReading] = {}
         self.last_command: CommandRun | None = None
+        self.trace_context: Callable[[str], dict[str, str]] = lambda _tool: {}
+        """The W3C trace context of a tool call's span to come (``NightSpans``), if exported."""
 
     def refuse(self, stop: Stop) -> None:
         """End at once with ``stop``, touching nothing of the run (its checkpoint cannot be
@@ -398,6 +401,7 @@ class Night:
             sleep=self.clock.sleep,
             protected=self.protection.rule_for,
             confine=lambda: self.confinement(tool=True),
+            trace_context=self.trace_context,
         )
         outcome = self.executor.execute(task, ctx)
         self.trace.event(

@@ -121,7 +121,7 @@ def _drive(night: Night, spans: NightSpans | None = None) -> TerminalResult:
 
 def _night_spans(spec: Spec, night: Night, parts: NightParts) -> NightSpans | None:
     s = night.state
-    return open_spans(
+    spans = open_spans(
         spec,
         run_id=s.run_id,
         branch=s.branch,
@@ -129,6 +129,9 @@ def _night_spans(spec: Spec, night: Night, parts: NightParts) -> NightSpans | No
         goal=s.goal_text,
         tap=parts.content,
     )
+    if spans is not None:
+        night.trace_context = spans.tool_call_context
+    return spans
 
 
 def start_run(

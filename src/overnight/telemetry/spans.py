@@ -6,7 +6,10 @@ drift, the summary and the goal predicate, under the night). A decision, a retry
 is an event on the span it happened in.
 
 A span ends when its record arrives (the record is written as the call returns) and starts
-that long before, as the night's clock measured it, never before its parent. Spans are sent
+that long before, as the night's clock measured it, never before its parent. A tool call
+whose server may join the trace asks for its span's W3C trace context before the call
+(``tool_call_context``): the span id is chosen then, and the span made from the call's record
+gets it. Spans are sent
 by a background exporter with a short timeout: a collector that is down, refuses or hangs
 costs the night nothing but the bounded wait at its end, and never changes what it does.
 """
@@ -25,7 +28,9 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.trace import Span, Status, StatusCode
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, Status, StatusCode
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from overnight.report.result import TerminalResult
 from overnight.telemetry import attributes as attrs
@@ -43,6 +48,17 @@ class Settings:
     export_timeout_s: float
     provider: str
     """The model provider's name (``gen_ai.provider.name``)."""
+
+
+class _Ids(RandomIdGenerator):
+    """Random ids, except the one span id set aside for the span being started."""
+
+    def __init__(self) -> None:
+        self.next_span_id: int | None = None
+
+    def generate_span_id(self) -> int:
+        chosen, self.next_span_id = self.next_span_id, None
+        return chosen if chosen is not None else super().generate_span_id()
 
 
 @dataclass
@@ -76,7 +92,12 @@ class NightSpans:
             {"service.name": settings.service_name, "service.version": __version__}
         )
         # Not at interpreter exit: an unreachable collector would hold the process there.
-        self._provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        self._ids = _Ids()
+        self._reserved: dict[str, int] = {}
+        """Per tool name, the span id its next call's span was promised."""
+        self._provider = TracerProvider(
+            resource=resource, shutdown_on_exit=False, id_generator=self._ids
+        )
         self._provider.add_span_processor(self._processor)
         self._tracer = self._provider.get_tracer("overnight", __version__)
         self._lock = threading.Lock()
@@ -95,6 +116,33 @@ class NightSpans:
         self.closed = False
 
     # -- records ---------------------------------------------------------------------------
+
+    def tool_call_context(self, tool: str) -> dict[str, str]:
+        """The W3C trace context (``traceparent``, and ``tracestate`` when there is one) of
+        the span the coming call of ``tool`` will be: its span id is chosen now and given to
+        that span when the call's record arrives. Empty once closed, or if anything fails."""
+        try:
+            with self._lock:
+                if self.closed:
+                    return {}
+                night = self.night.get_span_context()
+                span_id = RandomIdGenerator().generate_span_id()
+                self._reserved[tool] = span_id
+            promised = SpanContext(
+                trace_id=night.trace_id,
+                span_id=span_id,
+                is_remote=False,
+                trace_flags=night.trace_flags,
+                trace_state=night.trace_state,
+            )
+            carrier: dict[str, str] = {}
+            TraceContextTextMapPropagator().inject(
+                carrier, context=otel.set_span_in_context(NonRecordingSpan(promised))
+            )
+            return carrier
+        except Exception:
+            log.debug("no trace context for a tool call", exc_info=True)
+            return {}
 
     def observe(self, record: Mapping[str, Any]) -> None:
         """Take one trace record. Never raises: telemetry must not change the night."""
@@ -173,7 +221,11 @@ class NightSpans:
                     parent.set_attribute(f"overnight.verify.{key}", record[key])
         if tool == "predicate" and record.get("met") is not None:
             self.night.set_attribute("overnight.goal_met", bool(record["met"]))
-        span = self._child(f"execute_tool {tool}", record, now, fields)
+        self._ids.next_span_id = self._reserved.pop(tool, None)
+        try:
+            span = self._child(f"execute_tool {tool}", record, now, fields)
+        finally:
+            self._ids.next_span_id = None
         if record.get("error") is True or record.get("refused"):
             span.set_status(Status(StatusCode.ERROR, self._text(record.get("refused"))))
         span.end(end_time=now)

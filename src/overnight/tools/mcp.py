@@ -5,7 +5,8 @@ a call to one is a call to no tool. The entry decides a tool's path, never the s
 its ``read_only`` is called directly; any other changes the world and goes through the
 effects ledger exactly as a mutating external tool does (the same ``ExternalTool``: intent
 row first, the call with the run-step key in the request's ``_meta``, then the outcome; a
-task key from the entry's ``task_keys`` template). A server's annotations
+task key from the entry's ``task_keys`` template; with telemetry on, the W3C ``traceparent`` of
+the call's span beside it). A server's annotations
 (``readOnlyHint``) are hints from a program the night does not trust, and change nothing.
 
 A server is listed once, when the model first needs its tools (or a call first needs its
@@ -114,7 +115,6 @@ class McpTool:
         self.name = name
         self.timeout_s = server.spec.timeout_s or default_timeout_s or DEFAULT_TIMEOUT_S
         self._fixed: dict[str, Any] = {}
-        self._path_tool: ExternalTool | None = None
 
     def _listed(self) -> ListedTool | None:
         listing = self.server.listing(eager=False)
@@ -177,27 +177,27 @@ class McpTool:
                 f"the MCP server {self.server.spec.name!r} is not available ({exc}); "
                 f"{self.name} was not called"
             ) from None
-        return self._path(listed).run(args, ctx)
+        trace = ctx.trace_context(self.name)
+        return self._path(listed, trace).run(args, ctx)
 
-    def _path(self, listed: ListedTool) -> ExternalTool:
-        """The external-tool path for this tool: the ledger for a mutating one."""
-        if self._path_tool is None:
-            spec = ExternalToolSpec.model_construct(
-                name=self.name,
-                target=f"mcp:{self.server.spec.name}",
-                description=listed.description,
-                input_schema=listed.input_schema,
-                mutating=self.mutating,
-                task_key=self.server.spec.task_keys.get(self.name) if self.mutating else None,
-                timeout_s=self.timeout_s,
-            )
-            self._path_tool = ExternalTool(spec, self._call, self.timeout_s)
-        return self._path_tool
+    def _path(self, listed: ListedTool, trace: Mapping[str, str]) -> ExternalTool:
+        """The external-tool path for one call of this tool: the ledger for a mutating one;
+        the call carries ``trace`` (its span's W3C trace context) to the server."""
+        spec = ExternalToolSpec.model_construct(
+            name=self.name,
+            target=f"mcp:{self.server.spec.name}",
+            description=listed.description,
+            input_schema=listed.input_schema,
+            mutating=self.mutating,
+            task_key=self.server.spec.task_keys.get(self.name) if self.mutating else None,
+            timeout_s=self.timeout_s,
+        )
+        return ExternalTool(spec, lambda a, k: self._call(a, k, trace), self.timeout_s)
 
-    def _call(self, args: dict[str, Any], idempotency_key: str | None) -> Any:
+    def _call(self, args: dict[str, Any], key: str | None, trace: Mapping[str, str]) -> Any:
         """What the external-tool path calls: the server, with the run-step key of a
-        mutating call (None for a read-only one) in the request's ``_meta``."""
-        return self.server.connection.call(self.name, args, idempotency_key, self.timeout_s)
+        mutating call (None for a read-only one) and the trace context in ``_meta``."""
+        return self.server.connection.call(self.name, args, key, self.timeout_s, trace)
 
 
 def usable_schema(schema: Mapping[str, Any]) -> bool:

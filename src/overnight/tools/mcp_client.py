@@ -41,8 +41,13 @@ from overnight.process import Confinement, secret_values
 from overnight.sandbox.bwrap import SANDBOX_HOME
 
 #: The ``_meta`` key of a ``tools/call`` request that carries the run-step key of a mutating
-#: call: the same on every attempt of the same step, so a server can refuse a repeat.
-IDEMPOTENCY_META_KEY = "idempotency_key"
+#: call: the same on every attempt of the same step, so a server can refuse a repeat. A
+#: reverse-DNS prefix, as MCP asks of keys that are not its own.
+IDEMPOTENCY_META_KEY = "dev.overnight/idempotency_key"
+
+#: The W3C trace context keys a request's ``_meta`` may carry (unprefixed: the MCP
+#: specification's exception for them, SEP-414), so that a server's spans join the night.
+TRACE_META_KEYS = ("traceparent", "tracestate")
 
 #: Seconds beyond a call's own timeout that the night waits for the SDK to give up on it.
 _GRACE_S = 5.0
@@ -157,12 +162,21 @@ class McpConnection:
             if self._session is None:
                 self._open()
 
-    def call(self, name: str, args: Mapping[str, Any], key: str | None, timeout_s: float) -> Any:
-        """Call ``name``; what it answered (its text, parsed when it is a JSON object or array;
-        without text, its structured content), with secret values of this environment
-        replaced. Raises ``ToolFailure``: retryable when the call may have done something (no
-        answer, a dead server, an answer that is not MCP), not retryable when it was never
-        sent or the server answered that it failed (``isError``).
+    def call(
+        self,
+        name: str,
+        args: Mapping[str, Any],
+        key: str | None,
+        timeout_s: float,
+        trace: Mapping[str, str] | None = None,
+    ) -> Any:
+        """Call ``name``, with ``key`` (a mutating call's run-step key) and ``trace`` (the W3C
+        trace context of the call's span) in the request's ``_meta``; what it answered (its
+        text, parsed when it is a JSON object or array; without text, its structured content),
+        with secret values of this environment replaced. Raises ``ToolFailure``: retryable
+        when the call may have done something (no answer, a dead server, an answer that is
+        not MCP), not retryable when it was never sent or the server answered that it failed
+        (``isError``).
 
         Calls are made one at a time: a call the night gave up on still holds the connection
         until the SDK gives up on it too, so the next call finds it dropped and opens a fresh
@@ -172,13 +186,15 @@ class McpConnection:
                 session = self._session or self._open()
             except McpUnavailable as exc:
                 raise ToolFailure(f"{exc}; the call was not sent", retryable=False) from None
-            meta = cast(RequestParamsMeta, {IDEMPOTENCY_META_KEY: key}) if key is not None else None
+            fields = {k: v for k, v in (trace or {}).items() if k in TRACE_META_KEYS}
+            if key is not None:
+                fields[IDEMPOTENCY_META_KEY] = key
             call = partial(
                 session.client.call_tool,
                 name,
                 dict(args),
                 read_timeout_seconds=timeout_s,
-                meta=meta,
+                meta=cast(RequestParamsMeta, fields) if fields else None,
             )
             try:
                 result = self._loop.run(call, timeout=timeout_s + _GRACE_S)
