@@ -89,6 +89,30 @@ class SharedCap(Protocol):
         ...
 
 
+class FenceLost(BaseException):
+    """This process no longer owns the run it drives (a fleet worker whose lease on the night
+    expired or was taken over): it must write nothing more. A ``BaseException`` so that no
+    handler inside the night absorbs it and goes on writing."""
+
+
+@runtime_checkable
+class Fence(Protocol):
+    """Whether this process still owns its run, asked before every write that matters: a
+    checkpoint, a commit to the branch, result.json, a spend record. On one machine it never
+    fails; a fleet's raises ``FenceLost`` once its lease is gone."""
+
+    def check(self, what: str) -> None:
+        """Raise ``FenceLost`` unless this process may still write ``what``."""
+        ...
+
+
+class NoFence:
+    """One machine: the run lock is all the ownership there is."""
+
+    def check(self, what: str) -> None:
+        return None
+
+
 # -- tools -----------------------------------------------------------------------------------
 
 

@@ -8,7 +8,9 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,7 +20,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.kills import kill_everything, kill_marked, marked_env, overnight, start_cli
+from tests.helpers.kills import (
+    kill_everything,
+    kill_marked,
+    marked_env,
+    marked_pids,
+    overnight,
+    start_cli,
+)
 from tests.helpers.nights import git
 from tests.helpers.toml import dumps
 
@@ -89,6 +98,16 @@ class Worker:
                 raise AssertionError(f"the worker never got ready:\n{self.text()}")
             time.sleep(0.05)
 
+    def worker_pid(self) -> int:
+        """The worker's own process (seen from here), not the shell of its machine."""
+        for pid in marked_pids(self.mark):
+            with contextlib.suppress(OSError):
+                words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                wanted = b"worker" in words and b"fleet" in words
+                if wanted and words[0] != b"unshare" and b"-c" not in words:
+                    return pid
+        raise AssertionError(f"no worker process carries mark {self.mark}")
+
     def machine_lost(self) -> None:
         """kill -9 of the worker and of everything it started, at one instant."""
         kill_everything(self.proc, self.mark)
@@ -136,22 +155,38 @@ class Fleet:
         env["OVERNIGHT_HOME"] = str(self.base / "home")
         return env, mark
 
-    def worker(self, *extra: str, ready: bool = True) -> Worker:
+    def worker(
+        self,
+        *extra: str,
+        ready: bool = True,
+        machine: str | None = None,
+        temporal: str | None = None,
+        database: str | None = None,
+    ) -> Worker:
+        """A worker process; ``machine``: in PID, mount and UTS namespaces of its own, with
+        that hostname (a machine of its own, sharing only the filesystem), under a shell
+        that outlives it as the namespace's first process (what else runs on that machine
+        lives on when the worker dies). ``temporal`` and ``database``: other addresses of
+        the servers (through a ``Link``)."""
         env, mark = self.env()
         log = self.base / f"worker-{len(self.workers) + 1}.log"
         args = overnight(
             "fleet",
             "worker",
             "--temporal",
-            self.services.temporal,
+            temporal or self.services.temporal,
             "--database",
-            self.database,
+            database or self.database,
             "--runs",
             self.runs,
             "--task-queue",
             self.task_queue,
             *extra,
         )
+        if machine is not None:
+            boot = f'hostname {machine} && "$@" & wait $!; exec sleep 600'
+            namespaces = ["unshare", "--pid", "--fork", "--mount-proc", "--uts", "--"]
+            args = [*namespaces, "/bin/sh", "-c", boot, machine, *args]
         w = Worker(start_cli(args, env, self.base, log), mark, log)
         self.workers.append(w)
         if ready:
@@ -220,6 +255,66 @@ def fleet(base: Path) -> Iterator[Fleet]:
             yield f
         finally:
             f.close()
+
+
+class Link:
+    """A TCP link from a worker to a server that a test can cut: a network partition. New
+    connections are refused after the cut, and those open are torn down."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.target = (host, port)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.cut_off = False
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                near, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                far = socket.create_connection(self.target)
+            except OSError:
+                near.close()
+                continue
+            with self._lock:
+                if self.cut_off:
+                    near.close()
+                    far.close()
+                    continue
+                self._open += [near, far]
+            for a, b in ((near, far), (far, near)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                b.shutdown(socket.SHUT_WR)
+
+    def cut(self) -> None:
+        with self._lock:
+            self.cut_off = True
+            self.listener.close()
+            for s in self._open:
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+                s.close()
+
+    def url(self, database_url: str) -> str:
+        """``database_url`` through this link."""
+        info = psycopg.conninfo.conninfo_to_dict(database_url)
+        info.update(host="127.0.0.1", port=str(self.port))
+        return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items() if v})
 
 
 # -- nights ---------------------------------------------------------------------------------

@@ -76,6 +76,32 @@ def add_fleet_parser(sub: Any) -> None:
     s.add_argument(
         "--wait", action="store_true", help="wait for the night; exit with its exit code"
     )
+    s.add_argument(
+        "--retry",
+        action="store_true",
+        help="the night under this id failed: submit it again as a new night linked to it",
+    )
+
+    sch = cmds.add_parser(
+        "schedule",
+        help="nights that recur: schedule SPEC --cron, or list | pause | resume | delete NAME",
+    )
+    common(sch, database=False, temporal=True)
+    sch.add_argument("what", help="the night.toml to schedule, or list, pause, resume, delete")
+    sch.add_argument("name", nargs="?", help="the schedule (for pause, resume, delete)")
+    sch.add_argument("--cron", help='when, e.g. "0 22 * * 1-5" (UTC), or "@every 24h"')
+    sch.add_argument(
+        "--id",
+        dest="night_id",
+        help="the schedule's name; each night's id is it and the scheduled time "
+        "(default: derived from the goal and the workspace)",
+    )
+    sch.add_argument(
+        "--buffer-one",
+        action="store_true",
+        help="a night due while the last is running waits for it (default: it is skipped)",
+    )
+    sch.add_argument("--heartbeat-s", type=float, default=10.0, help="as for submit (default 10)")
 
     st = cmds.add_parser("status", help="the fleet now: nights by state and class, today's spend")
     common(st, database=True, temporal=False)
@@ -119,6 +145,8 @@ def cmd_fleet(args: argparse.Namespace) -> int:
         return _worker(args)
     if command == "submit":
         return _submit(args)
+    if command == "schedule":
+        return _schedule(args)
     return _report(args, status=command == "status")
 
 
@@ -145,13 +173,16 @@ def _worker(args: argparse.Namespace) -> int:
 
 def _submit(args: argparse.Namespace) -> int:
     from overnight.core.errors import ConfigError
-    from overnight.fleet.client import submission_of, submit, wait_for
+    from overnight.fleet.client import retrying, submission_of, submit, wait_for
     from overnight.fleet.worker import connect
 
     submission = submission_of(args.spec, args.night_id, heartbeat_s=args.heartbeat_s)
 
     async def go() -> int:
+        nonlocal submission
         client = await connect(_temporal(args), args.namespace)
+        if args.retry:
+            submission = await retrying(client, submission)
         answer = await submit(client, submission, task_queue=_task_queue(args))
         if args.wait:
             try:
@@ -177,10 +208,56 @@ def _submit(args: argparse.Namespace) -> int:
     return asyncio.run(go())
 
 
+SCHEDULE_ACTIONS = ("list", "pause", "resume", "delete")
+
+
+def _schedule(args: argparse.Namespace) -> int:
+    from overnight.core.errors import ConfigError
+    from overnight.fleet import schedules
+    from overnight.fleet.client import submission_of
+    from overnight.fleet.worker import connect
+
+    what = str(args.what)
+    if what in SCHEDULE_ACTIONS[1:] and not args.name:
+        raise ConfigError("NAME", f"{what} needs the schedule's name", "see `fleet schedule list`")
+    submission = None
+    if what not in SCHEDULE_ACTIONS:
+        if not args.cron:
+            raise ConfigError("--cron", "a schedule needs its cron", 'e.g. --cron "0 22 * * 1-5"')
+        submission = submission_of(Path(what), args.night_id, heartbeat_s=args.heartbeat_s)
+        if not args.night_id:  # the default id carries the day: a schedule's must not
+            submission = submission.model_copy(
+                update={"night_id": submission.night_id.rsplit("-", 1)[0]}
+            )
+
+    async def go() -> Any:
+        client = await connect(_temporal(args), args.namespace)
+        if submission is not None:
+            return await schedules.create(
+                client,
+                submission,
+                str(args.cron),
+                task_queue=_task_queue(args),
+                buffer_one=args.buffer_one,
+            )
+        if what == "list":
+            return await schedules.listed(client)
+        return await schedules.act(client, what, str(args.name))
+
+    print(json.dumps(asyncio.run(go()), sort_keys=True))
+    return 0
+
+
 def _report(args: argparse.Namespace, *, status: bool) -> int:
     from overnight.core.errors import ConfigError
     from overnight.fleet.database import connect_pool, migrate
-    from overnight.fleet.report import build_report, parse_since, render_html, render_text
+    from overnight.fleet.report import (
+        build_report,
+        links,
+        parse_since,
+        render_html,
+        render_text,
+    )
 
     since = parse_since("1d" if status else args.since)
     pool = connect_pool(_database(args), max_size=2)
@@ -198,11 +275,13 @@ def _report(args: argparse.Namespace, *, status: bool) -> int:
         if status:
             running = [n for n in report.lines if n.state in ("running", "queued")]
             text += "".join(
-                f"\n  {n.night_id}  {n.state}  on {n.worker or '-'}  {n.run_dir}" for n in running
+                f"\n  {n.night_id}  {n.state}  on {n.worker or '-'}  {n.run_dir}{links(n)}"
+                for n in running
             )
             refused = [n for n in report.lines if n.state == "refused"]
             text += "".join(
-                f"\n  {n.night_id}  refused: {' '.join((n.refusal or '').split())}" for n in refused
+                f"\n  {n.night_id}  refused: {' '.join((n.refusal or '').split())}{links(n)}"
+                for n in refused
             )
     out = getattr(args, "out", None)
     if out is not None:

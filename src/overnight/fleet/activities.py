@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,11 +23,12 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from overnight import api
-from overnight.config.spec import Spec
+from overnight.config.spec import Spec, load_spec
 from overnight.core.endings import Ending, Stop, describe
 from overnight.core.errors import ConfigError, RunBusy
 from overnight.fleet.database import Pool
 from overnight.fleet.effects import PostgresEffectStore
+from overnight.fleet.lease import Lease
 from overnight.fleet.money import FleetMoney
 from overnight.fleet.nights import Nights
 from overnight.fleet.progress import STALLED, Heartbeat
@@ -36,6 +38,7 @@ from overnight.night.compose import Shared
 from overnight.night.runs import end_run
 from overnight.night.signals import Signals
 from overnight.report.result import TerminalResult
+from overnight.seams import FenceLost
 from overnight.store.rundir import RunDir
 
 #: The cause a night given up by the fleet ends with (``UNRECOVERABLE_ERROR:fleet_retries``).
@@ -103,6 +106,8 @@ class NightActivities:
                 submission.spec_path,
                 str(self.run_dir(submission)),
                 submission.spec_sha256,
+                retry_of=submission.retry_of,
+                schedule=submission.schedule,
             )
         except ConfigError as exc:
             raise _refused(exc) from None
@@ -121,15 +126,27 @@ class NightActivities:
         )
         signals = Signals()
         self.drains.add(signals)
+        lease = self._lease(submission, deliveries)
         beating = Heartbeat(
             submission.heartbeat_s / 3,
             signals,
             stall_s=submission.stall_s,
             artifacts=RunDir(run_dir).artifacts,
+            lease=lease,
         )
         try:
             with beating:
-                result = self._night(submission, run_dir, signals, beating)
+                # A previous owner may still be running the night's command: its lease is
+                # waited out (heartbeating meanwhile), then the resume verifies first.
+                lease.take(wait=time.sleep)
+                beating.moved()
+                with lease:
+                    result = self._night(submission, run_dir, signals, beating, lease)
+        except FenceLost as exc:
+            raise ApplicationError(
+                f"worker {self.worker} lost its lease on the night and stopped it: {exc}",
+                type="LeaseLost",
+            ) from None
         except RunBusy as exc:  # a worker taken for dead is still at it: later
             raise ApplicationError(str(exc), type="RunBusy") from None
         except ConfigError as exc:
@@ -164,15 +181,30 @@ class NightActivities:
             result=data,
         )
 
+    def _lease(self, submission: Submission, delivery: int) -> Lease:
+        """This delivery's lease, as long as the heartbeat timeout: a worker that cannot renew
+        it for half that stops the night before another worker may take it over."""
+        owner = f"{self.worker}#{delivery}"
+        return Lease(self.pool, submission.night_id, owner, submission.heartbeat_s)
+
     def _night(
-        self, submission: Submission, run_dir: Path, signals: Signals, beat: Heartbeat
+        self,
+        submission: Submission,
+        run_dir: Path,
+        signals: Signals,
+        beat: Heartbeat,
+        lease: Lease,
     ) -> TerminalResult:
         rd = RunDir(run_dir)
         if rd.is_run() and rd.result.exists():
             prior = TerminalResult.model_validate_json(rd.result.read_text())
             if prior.stop_reason not in DRAINED:
                 return prior  # it ended: a redelivery answers with how
-        shared = Shared(effects=self.effects, cap=self._cap(submission))
+        shared = Shared(
+            effects=PostgresEffectStore(self.pool, lease),
+            cap=self._cap(submission, lease),
+            fence=lease,
+        )
 
         observe = beat.saw
         if rd.is_run():
@@ -203,18 +235,21 @@ class NightActivities:
         )
         stop = Stop(Ending.UNRECOVERABLE_ERROR, FLEET_RETRIES, message)
         with _night_lock(self.runs, submission.night_id):
-            if RunDir(run_dir).is_run():
-                result = end_run(run_dir, stop, shared=Shared(effects=self.effects))
-                data = json.loads(result.model_dump_json())
-            else:  # lost before it had a run directory: nothing of it happened
-                verdict = describe(stop)
-                data = {
-                    "stop_reason": stop.reason,
-                    "status": verdict.outcome.value,
-                    "exit_code": verdict.exit_code,
-                    "resumable": False,
-                    "message": message,
-                }
+            lease = self._lease(submission, 0)
+            lease.take(wait=_heartbeating)
+            with lease:
+                if RunDir(run_dir).is_run():
+                    shared = Shared(effects=PostgresEffectStore(self.pool, lease), fence=lease)
+                    data = json.loads(end_run(run_dir, stop, shared=shared).model_dump_json())
+                else:  # lost before it had a run directory: nothing of it happened
+                    verdict = describe(stop)
+                    data = {
+                        "stop_reason": stop.reason,
+                        "status": verdict.outcome.value,
+                        "exit_code": verdict.exit_code,
+                        "resumable": False,
+                        "message": message,
+                    }
         data["deliveries"] = [d.model_dump(mode="json") for d in give.deliveries]
         self.nights.finished(submission.night_id, data)
         return NightOutcome(
@@ -230,17 +265,24 @@ class NightActivities:
     def _spec(self, submission: Submission) -> Spec:
         """The spec the night was submitted with: never the submitter's file, which may have
         moved or changed since."""
+        if submission.spec is None:  # submitted by an earlier overnight: by its path
+            return load_spec(Path(submission.spec_path))
         try:
             return Spec.model_validate(submission.spec)
         except ValidationError as exc:
             raise ConfigError("spec", f"the submitted spec is not valid: {exc}") from None
 
-    def _cap(self, submission: Submission) -> FleetMoney | None:
+    def _cap(self, submission: Submission, lease: Lease) -> FleetMoney | None:
         spec_cap = self._spec(submission).fleet.usd_per_day
         caps = [c for c in (spec_cap, self.usd_per_day) if c is not None]
         if not caps:
             return None
-        return FleetMoney(self.pool, submission.night_id, min(caps))
+        return FleetMoney(self.pool, submission.night_id, min(caps), lease)
+
+
+def _heartbeating(seconds: float) -> None:
+    activity.heartbeat()
+    time.sleep(seconds)
 
 
 def _refused(exc: ConfigError) -> ApplicationError:

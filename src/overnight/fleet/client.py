@@ -7,7 +7,7 @@ joins it (``USE_EXISTING``) and one of a night that already ended is refused by 
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,12 @@ def submission_of(
     """The submission of ``spec_path``, carrying the spec's content; a bad spec is a
     ``ConfigError`` before anything is sent."""
     spec = load_spec(spec_path)
-    nid = check_night_id(night_id) if night_id else night_id_for(spec.goal, spec.workspace_path())
+    today = datetime.now(UTC).date()
+    nid = (
+        check_night_id(night_id)
+        if night_id
+        else night_id_for(spec.goal, spec.workspace_path(), today)
+    )
     content = spec.model_dump(mode="json")
     return Submission(
         night_id=nid,
@@ -81,9 +86,46 @@ def _same_spec(submission: Submission, sha: str | None) -> None:
         raise ConfigError(
             "--id",
             f"night {submission.night_id} was submitted with another spec "
-            f"(sha256 {sha[:12]}, this one {submission.spec_sha256[:12]})",
+            f"(sha256 {sha[:12]}, this one {(submission.spec_sha256 or '')[:12]})",
             "give this spec an id of its own, or submit the night's own spec to join it",
         )
+
+
+async def _ended_badly(client: Client, night_id: str) -> bool | None:
+    """Whether the night under ``night_id`` ended without succeeding (refused, failed, given
+    up, any ending but GOAL_MET); None when there is no such night. A ``ConfigError`` while it
+    is still running."""
+    status, _ = await _existing(client, night_id)
+    if status is None:
+        return None
+    if status == WorkflowExecutionStatus.RUNNING:
+        raise ConfigError(
+            "--retry",
+            f"night {night_id} is still running",
+            "wait for it to end, or join it without --retry",
+        )
+    answer = await night_status(client, night_id)
+    return answer.get("status") != "SUCCESS"
+
+
+async def retrying(client: Client, submission: Submission) -> Submission:
+    """``fleet submit --retry``: a new night, ``<id>.retry-<n>``, linked to the failed night
+    ``submission.night_id``. Asked again, it joins the retry already made rather than making
+    another, unless that one failed too."""
+    first = submission.night_id
+    if not await _ended_badly(client, first):
+        if await _existing(client, first) == (None, None):
+            return submission  # nothing to retry: the night itself
+        raise ConfigError(
+            "--retry",
+            f"night {first} succeeded: there is nothing to retry",
+            "give it a new --id to run it again",
+        )
+    for n in range(1, 100):
+        night_id = check_night_id(f"{first}.retry-{n}")
+        if not await _ended_badly(client, night_id):  # free, or a retry to join
+            return submission.model_copy(update={"night_id": night_id, "retry_of": first})
+    raise ConfigError("--retry", f"night {first} was retried 99 times", "give it a new --id")
 
 
 async def submit(
@@ -111,6 +153,8 @@ async def submit(
         _same_spec(submission, (await _existing(client, submission.night_id))[1])
     answer = await night_status(client, submission.night_id)
     answer["submitted"] = "existing" if before is not None else "started"
+    if submission.retry_of is not None:
+        answer["retry_of"] = submission.retry_of
     return answer
 
 

@@ -105,6 +105,25 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE nights ADD COLUMN spec_sha256 TEXT;
         """,
     ),
+    (
+        "0005_night_leases",
+        """
+        CREATE TABLE night_leases (
+            night_id TEXT PRIMARY KEY,
+            token BIGINT NOT NULL,
+            owner TEXT NOT NULL,
+            expires_at TIMESTAMPTZ NOT NULL,
+            taken_at TIMESTAMPTZ NOT NULL DEFAULT now()
+        );
+        """,
+    ),
+    (
+        "0006_night_links",
+        """
+        ALTER TABLE nights ADD COLUMN retry_of TEXT;
+        ALTER TABLE nights ADD COLUMN schedule TEXT;
+        """,
+    ),
 )
 
 _MIGRATION_LOCK = 7_244_510_001  # any constant: the advisory lock the migrating worker holds

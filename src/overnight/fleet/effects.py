@@ -16,7 +16,8 @@ import psycopg
 
 from overnight.effects.store import effect_row
 from overnight.fleet.database import Pool, reached
-from overnight.seams import DuplicateEffect, EffectRow, EffectState
+from overnight.fleet.lease import HELD_SQL, Lease
+from overnight.seams import DuplicateEffect, EffectRow, EffectState, FenceLost
 
 
 def _now() -> str:
@@ -30,8 +31,10 @@ def _dumps(value: Any) -> str:
 class PostgresEffectStore:
     """Every night of the fleet writes its effects here (the pool is the worker's)."""
 
-    def __init__(self, pool: Pool) -> None:
+    def __init__(self, pool: Pool, lease: Lease | None = None) -> None:
         self._pool = pool
+        self._lease = lease
+        """A delivery's lease: an intent is written only while it holds (in the statement)."""
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
         with reached("effects ledger"), self._pool.connection() as conn:
@@ -64,19 +67,35 @@ class PostgresEffectStore:
         args: dict[str, Any],
     ) -> EffectRow:
         now = _now()
+        params: dict[str, Any] = {
+            "run": run_id,
+            "task": task_id,
+            "step": step_key,
+            "key": task_key,
+            "tool": tool,
+            "args": _dumps(args),
+            "now": now,
+        }
+        fenced = ""
+        if self._lease is not None:
+            self._lease.check("an effect's intent")
+            fenced = f" WHERE {HELD_SQL}"
+            params.update(self._lease.params())
         try:
-            r = self._one(
-                "INSERT INTO effects (run_id, task_id, step_key, task_key, tool, args, state,"
-                " created_at, updated_at) VALUES (%s, %s, %s, %s, %s, %s, 'intended', %s, %s)"
-                " RETURNING *",
-                (run_id, task_id, step_key, task_key, tool, _dumps(args), now, now),
-            )
+            with reached("effects ledger"), self._pool.connection() as conn:
+                r: dict[str, Any] | None = conn.execute(
+                    "INSERT INTO effects (run_id, task_id, step_key, task_key, tool, args, state,"
+                    " created_at, updated_at) SELECT %(run)s, %(task)s, %(step)s, %(key)s,"
+                    f" %(tool)s, %(args)s, 'intended', %(now)s, %(now)s{fenced} RETURNING *",
+                    params,
+                ).fetchone()
         except psycopg.errors.UniqueViolation as exc:
             existing = self.by_task_key(task_key) if task_key else None
             if existing is not None and existing.step_key != step_key:
                 raise DuplicateEffect(existing) from exc
             raise
-        assert r is not None
+        if r is None:  # the database refused it: this delivery's lease is no longer the night's
+            raise FenceLost(f"an effect's intent ({tool}, {step_key}) refused: the lease is lost")
         return effect_row(r)
 
     def settle(

@@ -15,6 +15,7 @@ from typing import Any
 
 from overnight.core.budget import to_nanos, to_usd
 from overnight.fleet.database import Pool, reached
+from overnight.seams import Fence
 
 _TODAY = "(now() AT TIME ZONE 'UTC')::date"
 
@@ -52,8 +53,11 @@ RETURNING d.spent_nanos + d.held_nanos AS total
 class FleetMoney:
     """One night's view of the fleet's daily cap."""
 
-    def __init__(self, pool: Pool, night_id: str, limit_usd: float) -> None:
+    def __init__(
+        self, pool: Pool, night_id: str, limit_usd: float, fence: Fence | None = None
+    ) -> None:
         self._pool = pool
+        self._fence = fence
         self.night_id = night_id
         self.limit_usd = limit_usd
         self._cap = to_nanos(limit_usd, up=False)
@@ -70,6 +74,8 @@ class FleetMoney:
         self._total = int(row["total"]) if row else 0
 
     def hold(self, call_id: str, worst_nanos: int) -> float | None:
+        if self._fence is not None:
+            self._fence.check("a hold on the fleet's money")
         params = {
             "nanos": worst_nanos,
             "cap": self._cap,

@@ -36,6 +36,10 @@ class NightRow:
     result: dict[str, Any] | None
     refusal: str | None = None
     """Why a worker could not start the night (a spec or set-up error no retry fixes)."""
+    retry_of: str | None = None
+    """The failed night this one retries."""
+    schedule: str | None = None
+    """The schedule that submitted it."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -50,6 +54,8 @@ class NightRow:
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
             "stop_reason": (self.result or {}).get("stop_reason"),
             "refusal": self.refusal,
+            "retry_of": self.retry_of,
+            "schedule": self.schedule,
         }
 
 
@@ -69,6 +75,8 @@ def _night(r: dict[str, Any]) -> NightRow:
         finished_at=r["finished_at"],
         result=result,
         refusal=r.get("refusal"),
+        retry_of=r.get("retry_of"),
+        schedule=r.get("schedule"),
     )
 
 
@@ -80,19 +88,29 @@ class Nights:
         with reached("nights"), self._pool.connection() as conn:
             conn.execute(sql, params)
 
-    def queued(self, night_id: str, spec_path: str, run_dir: str, spec_sha256: str) -> None:
+    def queued(
+        self,
+        night_id: str,
+        spec_path: str,
+        run_dir: str,
+        spec_sha256: str | None,
+        *,
+        retry_of: str | None = None,
+        schedule: str | None = None,
+    ) -> None:
         """The night was submitted (a second submission of the same night changes nothing).
         A ``ConfigError`` when the id is already the fleet's night of another spec."""
         with reached("nights"), self._pool.connection() as conn:
             row: dict[str, Any] | None = conn.execute(
-                "INSERT INTO nights AS n (night_id, spec_path, run_dir, state, spec_sha256)"
-                " VALUES (%s, %s, %s, 'queued', %s) ON CONFLICT (night_id) DO UPDATE"
+                "INSERT INTO nights AS n (night_id, spec_path, run_dir, state, spec_sha256,"
+                " retry_of, schedule) VALUES (%s, %s, %s, 'queued', %s, %s, %s)"
+                " ON CONFLICT (night_id) DO UPDATE"
                 " SET spec_sha256 = coalesce(n.spec_sha256, excluded.spec_sha256)"
                 " RETURNING spec_sha256",
-                (night_id, spec_path, run_dir, spec_sha256),
+                (night_id, spec_path, run_dir, spec_sha256, retry_of, schedule),
             ).fetchone()
         held = None if row is None else row["spec_sha256"]
-        if held is not None and held != spec_sha256:
+        if held is not None and spec_sha256 is not None and held != spec_sha256:
             raise ConfigError(
                 "--id",
                 f"night {night_id} is the fleet's night of another spec (sha256 {held[:12]})",

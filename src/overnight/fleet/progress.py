@@ -22,10 +22,17 @@ from typing import Any
 from temporalio import activity
 
 from overnight.core.errors import Interrupted
+from overnight.fleet.lease import Lease
 from overnight.night.signals import Signals
 
 #: The name a stalled night is drained with: it ends ``TIME_LIMIT:stalled`` (resumable).
 STALLED = "stalled"
+
+#: The name a night whose lease is gone is drained with (it writes nothing more).
+LEASE_LOST = "lease_lost"
+
+#: How often the watchdog looks, whatever the heartbeat's period.
+LOOK_S = 0.2
 
 
 class Heartbeat:
@@ -40,6 +47,7 @@ class Heartbeat:
         *,
         stall_s: float,
         artifacts: Path,
+        lease: Lease | None = None,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.every_s = max(every_s, 0.2)
@@ -50,11 +58,17 @@ class Heartbeat:
         self.laps = 0
         self.last_event = ""
         self.last_event_at = ""
+        self.lease = lease
         self.stalled = False
+        self.fenced = False
         self._moved = monotonic()
         self._output = -1
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+
+    def moved(self) -> None:
+        """Progress (the delivery's lease was taken: the night starts now)."""
+        self._moved = self.monotonic()
 
     def saw(self, event: Any) -> None:
         """An event of the night (``on_event``): progress."""
@@ -101,11 +115,19 @@ class Heartbeat:
             self.signals.request(name)
 
     def _beat(self) -> None:
+        beaten = float("-inf")
         while not self._stop.is_set():
             if activity.is_cancelled():
                 # Another worker may be resuming this night already; its lock keeps the two
                 # apart, and this one stops at its next safe point.
                 self._request("sigterm")
+            lease = self.lease
+            if not self.fenced and lease is not None and lease.token and not lease.valid():
+                # Cut off from the fleet's database: the night stops itself (the command in
+                # flight ends with its group) before the lease expires and another worker
+                # takes it; its fence refuses every later write.
+                self.fenced = True
+                self._request(LEASE_LOST)
             size = self._output_size()
             if size != self._output:
                 self._output = size
@@ -113,6 +135,8 @@ class Heartbeat:
             if not self.stalled and self.monotonic() - self._moved > self.stall_s:
                 self.stalled = True
                 self._request(STALLED)
-            if not self.stalled:
+            now = self.monotonic()
+            if not (self.stalled or self.fenced) and now - beaten >= self.every_s:
                 activity.heartbeat(self.details())
-            self._stop.wait(self.every_s)
+                beaten = now
+            self._stop.wait(min(self.every_s, LOOK_S))

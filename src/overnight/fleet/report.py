@@ -52,6 +52,10 @@ class NightLine(BaseModel):
     run_dir: str
     worker: str | None
     refusal: str | None = None
+    retry_of: str | None = None
+    """The failed night this one retries."""
+    schedule: str | None = None
+    """The schedule that submitted it."""
 
 
 class FleetReport(BaseModel):
@@ -115,6 +119,8 @@ def _line(row: NightRow) -> NightLine:
         run_dir=row.run_dir,
         worker=row.worker,
         refusal=row.refusal,
+        retry_of=row.retry_of,
+        schedule=row.schedule,
     )
 
 
@@ -219,9 +225,15 @@ def render_text(report: FleetReport, *, lines: bool = True) -> str:
             money = f"${n.spent_usd:.4f}" if n.spent_usd is not None else "-"
             out.append(
                 f"  {printable(n.night_id)}  {n.state:<8} {printable(what)}  {money}  "
-                f"deliveries {n.deliveries}  {printable(n.run_dir)}"
+                f"deliveries {n.deliveries}  {printable(n.run_dir)}{links(n)}"
             )
     return "\n".join(out)
+
+
+def links(n: NightLine) -> str:
+    """What a night is linked to: the night it retries, the schedule that submitted it."""
+    out = f"  retry of {printable(n.retry_of)}" if n.retry_of else ""
+    return out + (f"  schedule {printable(n.schedule)}" if n.schedule else "")
 
 
 def render_html(report: FleetReport) -> str:

@@ -7,6 +7,7 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -32,16 +33,22 @@ class Submission(BaseModel):
     """The workflow id: the night's idempotency key."""
     spec_path: str
     """Where the night.toml was submitted from (shown in status; never read again)."""
-    spec: dict[str, Any]
+    spec: dict[str, Any] | None = None
     """The night's spec, resolved as the submitter read it (what ``RUN_DIR/spec.json``
-    holds): every delivery runs from this, so moving or editing the file changes nothing."""
-    spec_sha256: str
+    holds): every delivery runs from this, so moving or editing the file changes nothing.
+    None only in a night submitted by an earlier overnight, which read ``spec_path``."""
+    spec_sha256: str | None = None
     """The hash of ``spec`` (``spec_hash``): the same id with another spec is refused."""
     hours: float
     """The night's wall-clock budget: each delivery of it is given this much and a margin."""
     heartbeat_s: float = Field(default=10.0, gt=0)
     """A worker that stops heartbeating for this long is taken for dead: another one
     resumes the night."""
+    schedule: str | None = None
+    """The schedule that submits this night: each run's night id is the schedule's id and the
+    scheduled time (``scheduled_night_id``), not ``night_id``."""
+    retry_of: str | None = None
+    """The failed night this one retries (``fleet submit --retry``)."""
     max_deliveries: int = Field(default=3, ge=1)
     """The spec's ``[fleet] max_deliveries``: lost deliveries before the night is given up."""
     stall_s: float = Field(default=900.0, gt=0)
@@ -58,7 +65,9 @@ class Submission(BaseModel):
 
     @model_validator(mode="after")
     def _hash_matches(self) -> Submission:
-        if spec_hash(self.spec) != self.spec_sha256:
+        if (self.spec is None) != (self.spec_sha256 is None) or (
+            self.spec is not None and spec_hash(self.spec) != self.spec_sha256
+        ):
             raise ValueError("spec_sha256 is not the hash of spec")
         return self
 
@@ -114,10 +123,17 @@ class NightOutcome(BaseModel):
     result: dict[str, Any]
 
 
-def night_id_for(goal: str, workspace: Path) -> str:
-    """The default idempotency key: the same goal on the same workspace is the same night."""
+def night_id_for(goal: str, workspace: Path, day: date) -> str:
+    """The default idempotency key: the same goal on the same workspace on the same (UTC) day
+    is the same night; the next day it is a new one."""
     digest = hashlib.sha256(f"{goal}\0{workspace.resolve()}".encode()).hexdigest()
-    return f"night-{digest[:20]}"
+    return f"night-{digest[:20]}-{day:%Y%m%d}"
+
+
+def scheduled_night_id(workflow_id: str) -> str:
+    """The night id of a scheduled run: Temporal names it ``<schedule>-<RFC 3339 time>``; the
+    colons go, the rest is a night id."""
+    return workflow_id.replace(":", "")
 
 
 def check_night_id(night_id: str) -> str:

@@ -14,7 +14,9 @@ import os
 import resource
 import signal
 import socket
+import subprocess
 import sys
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -27,6 +29,7 @@ from temporalio.worker.workflow_sandbox import RestrictedWorkflowAccessError
 from overnight.core.errors import ConfigError
 from overnight.fleet.activities import Drains, NightActivities
 from overnight.fleet.database import connect_pool, migrate
+from overnight.fleet.guard import MARK_ENV
 from overnight.fleet.submission import DEFAULT_TASK_QUEUE
 from overnight.fleet.workflow import NightWorkflow
 
@@ -44,6 +47,31 @@ async def connect(address: str, namespace: str) -> Client:
         ) from None
 
 
+def start_guard() -> subprocess.Popen[bytes]:
+    """Mark this worker's environment (every command its nights run inherits a copy) and
+    start the guard that kills the marked processes once this worker is gone, however it
+    died (``overnight.fleet.guard``)."""
+    mark = uuid.uuid4().hex
+    os.environ[MARK_ENV] = mark
+    return subprocess.Popen(
+        [sys.executable, "-m", "overnight.fleet.guard", mark, str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def stop_guard(guard: subprocess.Popen[bytes]) -> None:
+    """This worker ends: the guard ends whatever a night of it may have left behind."""
+    if guard.stdin is not None:
+        guard.stdin.close()
+    try:
+        guard.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        guard.kill()
+        guard.wait()
+
+
 async def serve(
     *,
     temporal: str,
@@ -58,6 +86,7 @@ async def serve(
     runs = runs.absolute()
     runs.mkdir(parents=True, exist_ok=True)
     identity = f"{socket.gethostname()}:{os.getpid()}"
+    guard = start_guard()
     pool = connect_pool(database, max_size=max(4, min(max_nights * 2, 200)))
     try:
         migrate(pool)
@@ -104,6 +133,7 @@ async def serve(
             await running
     finally:
         pool.close()
+        stop_guard(guard)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         f"overnight fleet worker {identity} stopped (peak memory {peak_mb:.0f} MB)",

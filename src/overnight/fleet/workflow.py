@@ -31,6 +31,7 @@ with workflow.unsafe.imports_passed_through():
         GiveUp,
         NightOutcome,
         Submission,
+        scheduled_night_id,
     )
 
 WORKFLOW_NAME = "overnight-night"
@@ -43,6 +44,11 @@ FINAL_ERRORS = ["ConfigError"]
 
 #: Deliveries that end this way were not the night's fault: they are not counted.
 NOT_COUNTED = frozenset({"NightDrained", "RunBusy"})
+
+#: Workflow versions, as Temporal patches: a change to what the workflow does is made under
+#: a new patch id (``workflow.patched``), the earlier path kept until no night in flight can
+#: have begun on it. Nights started before the patch replay, and go on, as they began.
+BOUNDED_DELIVERIES = "bounded-deliveries"
 
 #: The margin a delivery is given beyond the night's own hours.
 MARGIN = timedelta(minutes=10)
@@ -75,6 +81,9 @@ class NightWorkflow:
 
     @workflow.run
     async def run(self, submission: Submission) -> NightOutcome:
+        if submission.schedule is not None:
+            night_id = scheduled_night_id(workflow.info().workflow_id)
+            submission = submission.model_copy(update={"night_id": night_id})
         try:
             return await self._run(submission)
         except ActivityError as exc:
@@ -97,6 +106,9 @@ class NightWorkflow:
             ),
         )
         self._state = "running"
+        if not workflow.patched(BOUNDED_DELIVERIES):
+            # A night started by a worker of before: it is carried on as it was begun.
+            return await self._unbounded(submission)
         end = workflow.now() + deadline_of(submission)
         counted = waits = 0
         while True:
@@ -141,6 +153,25 @@ class NightWorkflow:
                 continue
             self._state = "finished"
             return outcome
+
+    async def _unbounded(self, submission: Submission) -> NightOutcome:
+        """The night as the first version of this workflow delivered it: Temporal retries the
+        one activity for as long as it takes."""
+        outcome: NightOutcome = await workflow.execute_activity(
+            CARRY_OUT,
+            submission,
+            result_type=NightOutcome,
+            start_to_close_timeout=timedelta(hours=submission.hours) * 1.25 + MARGIN,
+            heartbeat_timeout=timedelta(seconds=submission.heartbeat_s),
+            retry_policy=RetryPolicy(
+                initial_interval=timedelta(milliseconds=500),
+                backoff_coefficient=1.5,
+                maximum_interval=timedelta(seconds=15),
+                non_retryable_error_types=FINAL_ERRORS,
+            ),
+        )
+        self._state = "finished"
+        return outcome
 
     async def _give_up(self, submission: Submission, why: str) -> NightOutcome:
         self._state = "giving up"

@@ -7,8 +7,9 @@ and the effects store that a ``Night`` is given; everything else depends on the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from overnight.agent.loop import AgentExecutor
 from overnight.config.spec import ModelSpec, Spec
@@ -23,7 +24,15 @@ from overnight.night.signals import Signals, sleep_until_stopped
 from overnight.night.timer import RunTimer
 from overnight.night.worktree import Worktree
 from overnight.sandbox.policy import SandboxPolicy
-from overnight.seams import Clock, EffectStore, ModelClient, SharedCap, TaskExecutor
+from overnight.seams import (
+    Clock,
+    EffectStore,
+    Fence,
+    ModelClient,
+    NoFence,
+    SharedCap,
+    TaskExecutor,
+)
 from overnight.store.journal import Journal, read_journal
 from overnight.store.rundir import RunDir
 from overnight.store.trace import Trace
@@ -52,10 +61,24 @@ def load_executor(target: str) -> TaskExecutor:
 @dataclass(frozen=True)
 class Shared:
     """What a night may share with other nights (a fleet): the effects ledger, in place of
-    the run's own SQLite file, and a money cap held against before every model call."""
+    the run's own SQLite file, a money cap held against before every model call, and the
+    fence that says whether this process still owns the run."""
 
     effects: EffectStore | None = None
     cap: SharedCap | None = None
+    fence: Fence | None = None
+
+
+class FencedJournal(Journal):
+    """The spend journal of a fenced run: no record once the fence is lost."""
+
+    def __init__(self, path: Path, fence: Fence) -> None:
+        super().__init__(path, durable=True)
+        self._fence = fence
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._fence.check("a spend record")
+        super().append(record)
 
 
 @dataclass
@@ -73,6 +96,8 @@ class NightParts:
     worktree: Worktree
     content: ContentTap | None = None
     """Where the spans take prompts and tool results from (``[telemetry] content``)."""
+    fence: Fence = field(default_factory=NoFence)
+    """Asked before every write that matters (``Shared.fence``; none on one machine)."""
 
 
 def compose(
@@ -104,7 +129,10 @@ def compose(
         spent_usd=max(totals.usd + totals.dangling_usd, state.spent_usd),
         tokens_used=max(totals.tokens + totals.dangling_tokens, state.tokens_used),
     )
+    fence = shared.fence or NoFence()
     spend = Journal(run_dir.spend, durable=True)
+    if shared.fence is not None:
+        spend = FencedJournal(run_dir.spend, shared.fence)
     trace = Trace(run_dir.trace, timer.seconds_used, clock.now_iso)
     policy = sandbox or SandboxPolicy(spec.sandbox.mode, None)
     with import_roots(spec.base_dir, spec.workspace_path()):
@@ -139,6 +167,7 @@ def compose(
         sandbox=policy,
         worktree=Worktree(run_dir.worktree, run_dir.checkout),
         content=tap,
+        fence=fence,
     )
 
 

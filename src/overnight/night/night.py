@@ -122,6 +122,7 @@ class Night:
         self.executor = parts.executor
         self.effects = parts.effects
         self.worktree = parts.worktree
+        self.fence = parts.fence
         self.sandbox = parts.sandbox
         self.sandbox.record = self._count_command
         self.planner: Planner | None = None
@@ -572,6 +573,7 @@ class Night:
     def land(self, candidate: str | None) -> str | None:
         """Put a verified candidate on the branch; a task that changed nothing lands no
         commit."""
+        self.fence.check("a commit to the branch")
         return self.worktree.land(candidate)
 
     def note_command_group(self, pgid: int) -> None:
@@ -793,6 +795,8 @@ class Night:
             self.gateway, self.ledger, self.spec, self.state, self.goal, stop
         )
         result = finish_result(self.closing_facts(), stop, partial, wrapup)
+        if self.persist:
+            self.fence.check("result.json")
         result = write_result(self.run_dir, result, self.spec.alerts, self.trace)
         if self.persist:
             self.worktree.drop_checkout()
@@ -808,6 +812,7 @@ class Night:
     def checkpoint(self) -> None:
         if not self.persist:
             return
+        self.fence.check("a checkpoint")
         self.state.note_totals(self.seconds_used(), self.ledger.spent_usd, self.ledger.tokens_used)
         if self.state.stopped_reason is None:
             self.checkpoints.save(self.state)
