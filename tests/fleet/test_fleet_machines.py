@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.fleet.kit import Fleet, Link, command_night, fleet
-from tests.helpers.kills import wait_for
+from tests.helpers.kills import marked_pids, wait_for
 
 pytest.importorskip("temporalio")
 
@@ -107,6 +107,36 @@ def test_a_worker_cut_off_from_the_fleet_stops_its_night_before_another_takes_it
         ]
         assert order == ["resumed", "task_finished"], order
         assert first.proc.poll() is None  # m1 itself runs on, cut off
+
+
+def test_a_frozen_machine_thawed_after_its_lease_expired_lands_nothing(tmp_path: Path) -> None:
+    log = tmp_path / "appended.log"
+    with fleet(tmp_path) as f:
+        first = f.worker(machine="m1")
+        spec = appending_night(f, "frozen", log, seconds=3)
+        night = f.id("frozen")
+        f.submit(spec, "--id", night, "--heartbeat-s", "2")
+        wait_for(lambda: lines_of(log) == ["started"], 60, "the command to start on m1")
+        frozen = marked_pids(first.mark)  # the whole of m1, its command included
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        f.worker(machine="m2")
+        time.sleep(6)  # m1's lease and heartbeat long expired; m2 is waiting to take over
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+        done = f.submit(spec, "--id", night, wait=True)
+        assert done["stop_reason"] == "GOAL_MET", done
+        time.sleep(3.5)
+        assert lines_of(log).count("line") == 1, lines_of(log)
+        run = Path(done["run_dir"])
+        assert committed(run) == ["line", "commits=1"]
+        # Thawed, m1's delivery found its fence down and wrote nothing: the task was verified
+        # and landed by a delivery holding the lease (m2's, or m1's own next one).
+        trace = [json.loads(x) for x in (run / "trace.jsonl").read_text().splitlines()]
+        order = [
+            e.get("decision") for e in trace if e.get("decision") in ("resumed", "task_finished")
+        ]
+        assert order[0] == "resumed", order
 
 
 def psycopg_address(url: str) -> tuple[str, int]:
