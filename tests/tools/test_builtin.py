@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from overnight.config.sandbox import SandboxSpec
+from overnight.sandbox.bwrap import build_sandbox
+from overnight.sandbox.policy import Counted
 from overnight.seams import ToolContext, ToolError
 from overnight.tools import files, search
 from overnight.tools.command import RunCommandTool
@@ -16,6 +19,7 @@ from overnight.tools.files import EditFileTool, ReadFileTool, WriteFileTool
 from overnight.tools.search import ListFilesTool, SearchTextTool
 from overnight.tools.shell import parse_command
 from tests.helpers.nights import make_repo
+from tests.helpers.sandbox import require_bwrap
 
 SECRET = "top secret outside the worktree\n"
 
@@ -42,6 +46,7 @@ def _ctx_with(base: ToolContext, **changes: object) -> ToolContext:
         "call_id": base.call_id,
         "seconds_left": base.seconds_left,
         "stop_requested": base.stop_requested,
+        "confine": base.confine,
         **changes,
     }
     return ToolContext(**fields)  # type: ignore[arg-type]
@@ -244,6 +249,80 @@ def test_search_text_does_not_follow_links_outside(ctx: ToolContext, outside: Pa
     assert "no matches" in out.content
     _refused(lambda: SearchTextTool().run({"pattern": "secret", "path": "leak.txt"}, ctx))
     _refused(lambda: SearchTextTool().run({"pattern": "secret", "path": "../"}, ctx))
+
+
+def test_search_text_refuses_what_ripgrep_refuses(ctx: ToolContext) -> None:
+    (ctx.root / "a.txt").write_text("aa\n")
+    tool = SearchTextTool()
+    _refused(lambda: tool.run({"pattern": r"(a)\1"}, ctx), "backreferences are not supported")
+    _refused(lambda: tool.run({"pattern": "(?=a)"}, ctx), "look-around")
+
+
+def test_search_text_catastrophic_regex_returns(ctx: ToolContext) -> None:
+    # (a+)+$ backtracks exponentially in Python's re on a run of a's followed by b; ripgrep's
+    # engine is linear, so the call simply answers.
+    (ctx.root / "a.txt").write_text("a" * 50_000 + "b\n" + "aaa\n")
+    out = SearchTextTool().run({"pattern": "(a+)+$"}, ctx)
+    assert out.content == "a.txt:2: aaa"
+
+
+def test_search_text_keeps_the_pattern_one_argument(ctx: ToolContext) -> None:
+    (ctx.root / "a.txt").write_text("--files\n-e x\n")
+    tool = SearchTextTool()
+    assert tool.run({"pattern": "--files"}, ctx).content == "a.txt:1: --files"
+    assert tool.run({"pattern": "-e x"}, ctx).content == "a.txt:2: -e x"
+
+
+def test_search_text_without_ripgrep_says_to_install_it(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(search, "RIPGREP", "rg-is-not-installed-here")
+    _refused(lambda: SearchTextTool().run({"pattern": "x"}, ctx), "apt-get install ripgrep")
+
+
+def _hanging_rg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = tmp_path / "bin" / "rg"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexec sleep 600\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(search, "RIPGREP", str(fake))
+
+
+def test_search_text_ends_at_once_on_a_stop(
+    ctx: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _hanging_rg(tmp_path, monkeypatch)
+    (ctx.root / "a.txt").write_text("x\n")
+    polls = iter([None, None, None])
+    stopping = _ctx_with(ctx, stop_requested=lambda: next(polls, "SIGTERM"))
+    _refused(lambda: SearchTextTool().run({"pattern": "x"}, stopping), "the run is stopping")
+
+
+def test_search_text_is_bounded_by_its_time_limit(
+    ctx: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _hanging_rg(tmp_path, monkeypatch)
+    monkeypatch.setattr(search, "SEARCH_MAX_SECONDS", 0.5)
+    (ctx.root / "a.txt").write_text("x\n")
+    out = SearchTextTool().run({"pattern": "x"}, ctx)
+    assert "search stopped after" in out.content
+
+
+def test_search_text_runs_in_the_sandbox(ctx: ToolContext) -> None:
+    require_bwrap()
+    (ctx.root / "a.txt").write_text("needle here\n")
+    sandbox = build_sandbox(SandboxSpec(), sealed=[ctx.artifacts])
+    used: list[bool] = []
+    counted = Counted(sandbox, lambda: used.append(True))
+    boxed = _ctx_with(ctx, confine=lambda: counted)
+    assert SearchTextTool().run({"pattern": "needle"}, boxed).content == "a.txt:1: needle here"
+    assert used == [True]
+
+
+def test_list_files_glob_with_many_stars_against_a_long_name_returns(ctx: ToolContext) -> None:
+    (ctx.root / ("a" * 200)).write_text("x\n")
+    out = ListFilesTool().run({"pattern": "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b"}, ctx)
+    assert out.content.startswith("no files")
 
 
 # --------------------------------------------------------------------------- write_file

@@ -25,7 +25,8 @@ from overnight.tools.paths import real_root
 from overnight.tools.shell import check_command, parse_command
 
 
-def _safe_name(call_id: str) -> str:
+def artifact_name(call_id: str) -> str:
+    """A file name for the artifacts of call ``call_id`` (any text)."""
     name = re.sub(r"[^A-Za-z0-9_.-]", "_", call_id).lstrip(".")
     return name[:120] or "call"
 
@@ -113,7 +114,7 @@ class RunCommandTool:
             raise ToolError(f"the run is stopping ({stopping}); the command was not started")
         top = real_root(ctx.root)
         line = shlex.join(words)
-        log = ctx.artifacts / f"{_safe_name(ctx.call_id)}.log"
+        log = ctx.artifacts / f"{artifact_name(ctx.call_id)}.log"
         try:
             confine = ctx.confine()
             result = process.run_command(

@@ -4,24 +4,35 @@
 The worktree's files are what git lists (tracked files and untracked ones that are not
 ignored), or a plain walk outside a repository; ``.git`` is never listed. Outputs are bounded
 (the constants below) so that one call cannot flood the model's context.
+
+The patterns are the model's, so none is evaluated by a backtracking engine in the harness
+process: globs go to ``overnight.core.globs`` (an automaton, linear in the path), and the
+regular expression of ``search_text`` goes to ripgrep (``rg``, a linear-time engine), which
+runs in the night's sandbox like ``run_command`` (or, unsandboxed, in a subprocess), bounded
+by the tool's time limit and the night's clock and ended at once by a stop. The harness picks
+the files (inside the worktree, no link out of it, text, not too big) and hands ripgrep their
+names; ripgrep only matches.
 """
 
 from __future__ import annotations
 
-import io
+import contextlib
 import os
-import re
+import shutil
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from overnight import process
 from overnight.core import globs
+from overnight.core.errors import RunError
 from overnight.seams import ToolContext, ToolError, ToolOutcome
 from overnight.tools.args import optional_str_arg, str_arg
-from overnight.tools.files import looks_binary
+from overnight.tools.command import artifact_name
+from overnight.tools.files import BINARY_SNIFF_BYTES, looks_binary
 from overnight.tools.paths import display, is_git_name, real_root, resolve_inside
 
 #: list_files: most paths returned by one call.
@@ -34,6 +45,14 @@ SEARCH_MAX_LINE_CHARS = 300
 SEARCH_MAX_FILE_BYTES = 4 << 20
 #: search_text: the search stops (and says so) after this many seconds.
 SEARCH_MAX_SECONDS = 30.0
+#: search_text: most file names handed to one ripgrep run (more run in several).
+SEARCH_BATCH_FILES = 1000
+#: search_text: most characters of file names handed to one ripgrep run.
+SEARCH_BATCH_CHARS = 64_000
+#: The ripgrep program, looked up on PATH.
+RIPGREP = "rg"
+#: list_files / search_text: the clock and a stop are checked once per this many paths.
+_CHECK_EVERY = 256
 #: How long ``git ls-files`` may take before list_files walks the tree instead.
 GIT_LISTING_TIMEOUT_S = 30.0
 
@@ -137,6 +156,28 @@ def _relative_to_base(rel_root: str, base_shown: str) -> str:
     return rel_root if base_shown == "." else rel_root[len(base_shown) + 1 :]
 
 
+def _checked(items: list[str], ctx: ToolContext, deadline: float, what: str) -> Iterator[str]:
+    """``items``, checking now and then that the run is not stopping and that ``deadline``
+    (``time.monotonic``) and the night's clock have not passed."""
+    for index, item in enumerate(items):
+        if index % _CHECK_EVERY == 0:
+            stopping = ctx.stop_requested()
+            if stopping is not None:
+                raise ToolError(f"the run is stopping ({stopping}); {what} was stopped")
+            if time.monotonic() > deadline or ctx.seconds_left() <= 0:
+                raise ToolError(f"{what} ran out of time; narrow it with path or pattern")
+        yield item
+
+
+def _filtered(
+    files: list[str], pattern: str, shown: str, ctx: ToolContext, deadline: float, what: str
+) -> list[str]:
+    matches = _matcher(pattern)
+    return [
+        f for f in _checked(files, ctx, deadline, what) if matches(f, _relative_to_base(f, shown))
+    ]
+
+
 # --------------------------------------------------------------------------- list_files
 
 
@@ -169,8 +210,8 @@ class ListFilesTool:
         pattern = optional_str_arg(args, "pattern")
         files = _files_under(ctx, base)
         if pattern is not None:
-            matches = _matcher(pattern)
-            files = [f for f in files if matches(f, _relative_to_base(f, shown))]
+            deadline = time.monotonic() + SEARCH_MAX_SECONDS
+            files = _filtered(files, pattern, shown, ctx, deadline, "the listing")
         if not files:
             where = f" matching {pattern!r}" if pattern is not None else ""
             return ToolOutcome(f"no files{where} under {shown}")
@@ -186,15 +227,96 @@ class ListFilesTool:
 # --------------------------------------------------------------------------- search_text
 
 
+def _ripgrep() -> str:
+    found = shutil.which(RIPGREP)
+    if found is None:
+        raise ToolError(
+            "search_text needs ripgrep (rg), which is not installed on this machine; tell the "
+            "user to install it (Debian and Ubuntu: apt-get install ripgrep, or run "
+            "scripts/system-deps). Meanwhile use list_files and read_file"
+        )
+    return found
+
+
+def _rg_argv(rg: str, pattern: str, paths: list[str]) -> list[str]:
+    """ripgrep's command line: no configuration file, one thread (the output follows the
+    order of ``paths``), ``path NUL line:text`` per match, the pattern as one argument after
+    ``--regexp=`` and the paths after ``--``; ripgrep does not follow links (the harness has
+    already refused those leading out of the worktree)."""
+    return [
+        rg,
+        "--no-config",
+        "--no-heading",
+        "--with-filename",
+        "--line-number",
+        "--null",
+        "--color=never",
+        "--threads=1",
+        "--no-messages",
+        "--text",
+        "--crlf",
+        f"--max-count={SEARCH_MAX_MATCHES}",
+        f"--max-columns={SEARCH_MAX_LINE_CHARS * 4}",
+        "--max-columns-preview",
+        f"--regexp={pattern}",
+        "--",
+        *paths,
+    ]
+
+
+def _batches(paths: list[str]) -> Iterator[list[str]]:
+    batch: list[str] = []
+    chars = 0
+    for path in paths:
+        if batch and (len(batch) >= SEARCH_BATCH_FILES or chars + len(path) > SEARCH_BATCH_CHARS):
+            yield batch
+            batch, chars = [], 0
+        batch.append(path)
+        chars += len(path) + 1
+    if batch:
+        yield batch
+
+
+@dataclass
+class _Found:
+    lines: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+    too_big: int = 0
+    outside: int = 0
+    stopped: str = ""
+
+
+def _read_matches(log: Path, found: _Found) -> None:
+    """Add the matches of one ripgrep output file to ``found``, one line at a time (a line is
+    short: ripgrep cuts long ones), up to SEARCH_MAX_MATCHES; other lines are its messages."""
+    with open(log, "rb") as handle:
+        while len(found.lines) < SEARCH_MAX_MATCHES:
+            raw = handle.readline(1 << 16)
+            if not raw:
+                return
+            record = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            path, nul, rest = record.partition("\0")
+            number, colon, body = rest.partition(":")
+            if not (nul and colon and number.isdigit()):
+                if len(found.messages) < 20:
+                    found.messages.append(record[:SEARCH_MAX_LINE_CHARS])
+                continue
+            body = body.rstrip("\r")
+            if len(body) > SEARCH_MAX_LINE_CHARS:
+                body = body[:SEARCH_MAX_LINE_CHARS] + " [...]"
+            found.lines.append(f"{path}:{number}: {body}")
+
+
 class SearchTextTool:
     name = "search_text"
     description = (
-        "Search the text files of the repository for a regular expression (Python `re` "
-        "syntax, matched line by line; use `(?i)` for case-insensitive). Returns "
-        "`path:line: text` for each matching line. `path` limits the search to a directory "
-        "or one file; `glob` to file names or paths (as in list_files). Files ignored by git, "
-        f"binary files and files over {SEARCH_MAX_FILE_BYTES >> 20} MB are skipped. At most "
-        f"{SEARCH_MAX_MATCHES} matches per call."
+        "Search the text files of the repository for a regular expression (ripgrep's syntax, "
+        "as in Rust's regex crate: no backreferences or look-around; matched line by line; "
+        "use `(?i)` for case-insensitive). Returns `path:line: text` for each matching line. "
+        "`path` limits the search to a directory or one file; `glob` to file names or paths "
+        "(as in list_files). Files ignored by git, binary files and files over "
+        f"{SEARCH_MAX_FILE_BYTES >> 20} MB are skipped. At most {SEARCH_MAX_MATCHES} matches "
+        "per call."
     )
     input_schema: Mapping[str, Any] = {
         "type": "object",
@@ -216,84 +338,141 @@ class SearchTextTool:
         pattern = str_arg(args, "pattern")
         if not pattern:
             raise ToolError("the pattern is empty; give a regular expression to search for")
-        try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise ToolError(
-                f"invalid regular expression {pattern!r}: {exc}; patterns use Python's re "
-                "syntax (escape special characters such as ( [ . * with a backslash)"
-            ) from None
+        if "\x00" in pattern:
+            raise ToolError("the pattern contains a NUL character; search for text without it")
+        rg = _ripgrep()
         target = resolve_inside(ctx.root, str_arg(args, "path", "."))
         shown = display(ctx.root, target)
         if not target.exists():
             raise ToolError(f"{shown} does not exist; use list_files to see what there is")
         glob = optional_str_arg(args, "glob")
+        deadline = time.monotonic() + SEARCH_MAX_SECONDS
         candidates = _files_under(ctx, target) if target.is_dir() else [shown]
         if glob is not None:
-            matches = _matcher(glob)
-            candidates = [c for c in candidates if matches(c, _relative_to_base(c, shown))]
-        return ToolOutcome(self._search(ctx, regex, candidates, shown, glob))
+            candidates = _filtered(candidates, glob, shown, ctx, deadline, "the search")
+        found = _Found()
+        paths = self._searchable(ctx, candidates, deadline, found)
+        top = real_root(ctx.root)
+        # With no file to search, ripgrep still reads the pattern (on an empty input), so that a
+        # pattern it refuses is an error whatever the files.
+        batches = list(_batches(paths)) or [[os.devnull]]
+        for number, batch in enumerate(batches):
+            if len(found.lines) >= SEARCH_MAX_MATCHES or found.stopped:
+                break
+            log = ctx.artifacts / f"{artifact_name(ctx.call_id)}.search-{number}.log"
+            try:
+                self._run_rg(ctx, rg, pattern, batch, top, log, deadline, found)
+            finally:
+                with contextlib.suppress(OSError):
+                    log.unlink(missing_ok=True)
+        return ToolOutcome(_report(found, pattern, shown, glob))
 
     @staticmethod
-    def _search(
-        ctx: ToolContext,
-        regex: re.Pattern[str],
-        candidates: list[str],
-        shown: str,
-        glob: str | None,
-    ) -> str:
-        found: list[str] = []
-        too_big = outside = 0
-        stopped = ""
-        deadline = time.monotonic() + SEARCH_MAX_SECONDS
-        for rel in candidates:
-            if time.monotonic() > deadline:
-                stopped = (
-                    f"search stopped after {SEARCH_MAX_SECONDS:g} s; narrow it with path or glob"
-                )
-                break
+    def _searchable(
+        ctx: ToolContext, candidates: list[str], deadline: float, found: _Found
+    ) -> list[str]:
+        """The candidates ripgrep may read: inside the worktree through every link, regular,
+        not too big, not binary (by their first bytes), with a name ripgrep's output can
+        carry unambiguously (no newline)."""
+        kept: list[str] = []
+        for rel in _checked(candidates, ctx, deadline, "the search"):
             try:
                 path = resolve_inside(ctx.root, rel)
             except ToolError:
-                outside += 1
+                found.outside += 1
+                continue
+            if "\n" in rel or "\r" in rel:
                 continue
             try:
                 if not path.is_file():
                     continue
                 if path.stat().st_size > SEARCH_MAX_FILE_BYTES:
-                    too_big += 1
+                    found.too_big += 1
                     continue
-                data = path.read_bytes()
+                with open(path, "rb") as handle:
+                    head = handle.read(BINARY_SNIFF_BYTES)
             except OSError:
                 continue
-            if looks_binary(data):
-                continue
-            text = data.decode("utf-8", errors="replace")
-            for number, line in enumerate(io.StringIO(text, newline=""), start=1):
-                if regex.search(line.rstrip("\r\n")) is None:
-                    continue
-                body = line.rstrip("\r\n")
-                if len(body) > SEARCH_MAX_LINE_CHARS:
-                    body = body[:SEARCH_MAX_LINE_CHARS] + " [...]"
-                found.append(f"{rel}:{number}: {body}")
-                if len(found) >= SEARCH_MAX_MATCHES:
-                    stopped = (
-                        f"stopped at {SEARCH_MAX_MATCHES} matches; narrow the pattern, path or glob"
-                    )
-                    break
-            if len(found) >= SEARCH_MAX_MATCHES:
-                break
-        notes = [stopped] if stopped else []
-        if too_big:
-            notes.append(
-                f"{too_big} file(s) over {SEARCH_MAX_FILE_BYTES >> 20} MB skipped; "
-                "read them with read_file"
+            if not looks_binary(head):
+                kept.append(rel)
+        return kept
+
+    @staticmethod
+    def _run_rg(
+        ctx: ToolContext,
+        rg: str,
+        pattern: str,
+        batch: list[str],
+        top: Path,
+        log: Path,
+        deadline: float,
+        found: _Found,
+    ) -> None:
+        timeout = min(deadline - time.monotonic(), ctx.seconds_left())
+        if not timeout > 0:
+            found.stopped = (
+                f"search stopped after {SEARCH_MAX_SECONDS:g} s; narrow it with path or glob"
             )
-        if outside:
-            notes.append(f"{outside} link(s) to outside the workspace skipped")
-        if not found:
-            where = f" in files matching {glob!r}" if glob is not None else ""
-            text = f"no matches for {regex.pattern!r} under {shown}{where}"
-        else:
-            text = "\n".join(found)
-        return text + "".join(f"\n[{note}]" for note in notes)
+            return
+        try:
+            confine = ctx.confine()
+            result = process.run_command(
+                _rg_argv(rg, pattern, batch),
+                cwd=top,
+                timeout_s=timeout,
+                env=None if confine is not None else process.scrubbed_env(),
+                confine=confine,
+                should_stop=ctx.stop_requested,
+                log_path=log,
+                max_output=0,
+            )
+        except (RunError, OSError) as exc:
+            raise ToolError(f"the search could not be run: {exc}") from None
+        if result.interrupted:
+            stopping = ctx.stop_requested() or "stop"
+            raise ToolError(f"the run is stopping ({stopping}); the search was stopped")
+        before = len(found.lines)
+        _read_matches(log, found)
+        if result.timed_out:
+            found.stopped = (
+                f"search stopped after {result.seconds:.1f} s; narrow it with path or glob"
+            )
+        elif result.exit_code not in (0, 1) and len(found.lines) == before:
+            said = "; ".join(_plain(found.messages)) or f"ripgrep exit code {result.exit_code}"
+            raise ToolError(
+                f"invalid regular expression {pattern!r} "
+                f"(ripgrep says: {said}); patterns use ripgrep's syntax: escape special "
+                "characters such as ( [ . * with a backslash; backreferences and look-around "
+                "are not supported"
+            )
+        if len(found.lines) >= SEARCH_MAX_MATCHES:
+            found.stopped = (
+                f"stopped at {SEARCH_MAX_MATCHES} matches; narrow the pattern, path or glob"
+            )
+
+
+def _plain(messages: list[str]) -> list[str]:
+    """ripgrep's error lines without its hints about flags the model cannot pass."""
+    return [
+        m.strip() for m in messages if m.strip() and not m.startswith(_FLAG_HINTS) and "--" not in m
+    ]
+
+
+_FLAG_HINTS = ("Consider enabling", "When multiline mode", "regex parse error", "and look-around")
+
+
+def _report(found: _Found, pattern: str, shown: str, glob: str | None) -> str:
+    notes = [found.stopped] if found.stopped else []
+    if found.too_big:
+        notes.append(
+            f"{found.too_big} file(s) over {SEARCH_MAX_FILE_BYTES >> 20} MB skipped; "
+            "read them with read_file"
+        )
+    if found.outside:
+        notes.append(f"{found.outside} link(s) to outside the workspace skipped")
+    if not found.lines:
+        where = f" in files matching {glob!r}" if glob is not None else ""
+        text = f"no matches for {pattern!r} under {shown}{where}"
+    else:
+        text = "\n".join(found.lines)
+    return text + "".join(f"\n[{note}]" for note in notes)
