@@ -20,6 +20,7 @@ import errno
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -60,6 +61,11 @@ _KILL_SETTLE_S = 1.0
 
 _READ_CHUNK = 1 << 20
 
+#: What a secret value is replaced with.
+REDACTED = b"[redacted]"
+#: Output is redacted this many bytes at a time.
+REDACT_CHUNK = 1 << 20
+
 
 def is_secret_name(name: str) -> bool:
     """Whether an environment variable called ``name`` must not reach a child process."""
@@ -80,20 +86,75 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
 
 def _redact_sink(sink: IO[bytes], secrets: list[str]) -> None:
     """Replace every secret value in a command's output file with ``[redacted]``: a command
-    may print one it found elsewhere (a file, a config) than in its environment."""
+    may print one it found elsewhere (a file, a config) than in its environment.
+
+    The file is read in chunks and never whole (a command may print gigabytes), through
+    ``redact_stream``; only when a secret was found is the clean copy written back.
+    """
     if not secrets:
         return
     sink.flush()
     sink.seek(0)
-    data = sink.read()
-    clean = data
-    for secret in secrets:
-        clean = clean.replace(secret.encode(), b"[redacted]")
-    if clean != data:
+    with tempfile.TemporaryFile(prefix="overnight-redact-") as clean:
+        if not redact_stream(sink, clean, secrets):
+            return
+        clean.seek(0)
         sink.seek(0)
         sink.truncate()
-        sink.write(clean)
+        shutil.copyfileobj(clean, sink, REDACT_CHUNK)
         sink.flush()
+
+
+def redact_stream(
+    source: IO[bytes], sink: IO[bytes], secrets: Sequence[str], chunk: int = REDACT_CHUNK
+) -> bool:
+    """Copy ``source`` to ``sink`` with every secret value replaced by ``[redacted]``, holding
+    at most about ``chunk`` bytes plus twice the longest secret in memory; whether any was
+    found.
+
+    Each round holds back at least the last ``longest - 1`` bytes read, and cuts only where
+    no occurrence of a secret straddles the cut, so a secret split across two reads is whole
+    when it is replaced; the result is what replacing in the whole output would give (longest
+    secret first). Best effort by nature: a secret printed reversed, encoded or cut by other
+    bytes is not recognized; the real defense is that no secret is readable where model-run
+    code runs.
+    """
+    needles = sorted({s.encode() for s in secrets if s}, key=len, reverse=True)
+    if not needles:
+        shutil.copyfileobj(source, sink, chunk)
+        return False
+    hold = len(needles[0]) - 1
+    found = False
+    pending = b""
+    while True:
+        data = source.read(chunk)
+        buffer = pending + data
+        cut = len(buffer) if not data else _safe_cut(buffer, len(buffer) - hold, needles)
+        head = buffer[:cut]
+        for needle in needles:
+            if needle in head:
+                found = True
+                head = head.replace(needle, REDACTED)
+        sink.write(head)
+        pending = buffer[cut:]
+        if not data:
+            return found
+
+
+def _safe_cut(buffer: bytes, cut: int, needles: list[bytes]) -> int:
+    """The largest position at most ``cut`` that no occurrence of a needle straddles (one
+    that starts before ``cut`` ends inside ``buffer``: ``cut`` leaves room for the longest)."""
+    cut = max(0, cut)
+    while cut > 0:
+        earliest = cut
+        for needle in needles:
+            at = buffer.find(needle, max(0, cut - len(needle) + 1), cut + len(needle) - 1)
+            if at != -1:
+                earliest = min(earliest, at)
+        if earliest == cut:
+            return cut
+        cut = earliest
+    return 0
 
 
 def scrubbed_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
