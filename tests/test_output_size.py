@@ -73,8 +73,9 @@ def test_a_command_log_split_at_the_chunk_boundary_is_redacted(
 
 
 def test_harness_memory_stays_bounded_under_a_flood_of_output(tmp_path: Path) -> None:
-    # 200 MB of output, with a secret in the environment (so the log is redacted): the peak
-    # resident size of the process running the command stays far below the output's size.
+    # 200 MB of output, with a secret in the environment (so the log is redacted), then a
+    # file of one 200 MB line read with read_file: the peak resident size of the process
+    # running them stays far below either size.
     size = 200 * 1000 * 1000
     code = textwrap.dedent(
         f"""
@@ -84,6 +85,7 @@ def test_harness_memory_stays_bounded_under_a_flood_of_output(tmp_path: Path) ->
         from overnight.process import run_command
         from overnight.seams import ToolContext
         from overnight.tools.command import RunCommandTool
+        from overnight.tools.files import ReadFileTool
         work = Path(sys.argv[1])
         result = run_command(
             "yes {SECRET} | head -c {size}", cwd=work, timeout_s=600,
@@ -95,6 +97,10 @@ def test_harness_memory_stays_bounded_under_a_flood_of_output(tmp_path: Path) ->
         ctx = ToolContext(root=work, artifacts=work / "artifacts", call_id="flood")
         out = tool.run({{"command": "head -c {size} /dev/zero"}}, ctx)
         assert out.artifact is not None and len(out.content) < 9000, len(out.content)
+        fill = f"head -c {size} /dev/zero | tr '\\\\0' a > one-line.txt"
+        run_command(fill, cwd=work, timeout_s=600)
+        read = ReadFileTool().run({{"path": "one-line.txt"}}, ctx)
+        assert f"line cut: {size} characters" in read.content, read.content[-200:]
         print(os.path.getsize(work / "flood.log"))
         print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
         """

@@ -96,6 +96,26 @@ def test_read_file_caps_characters_and_long_lines(ctx: ToolContext) -> None:
     assert "character limit" in out.content
 
 
+def test_read_file_never_holds_a_long_line_whole(ctx: ToolContext) -> None:
+    (ctx.root / "one.txt").write_text("z" * 3_000_000 + "\r\nsecond\nthird")
+    out = ReadFileTool().run({"path": "one.txt"}, ctx)
+    lines = out.content.splitlines()
+    assert lines[0].endswith("[... line cut: 3000000 characters]")
+    assert lines[1:] == ["     2\tsecond", "     3\tthird"]
+
+
+def test_edit_file_refuses_a_file_too_big_to_hold(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(files, "EDIT_MAX_BYTES", 1000)
+    (ctx.root / "big.txt").write_text("needle\n" + "x" * 2000)
+    tool = EditFileTool()
+    _refused(
+        lambda: tool.run({"path": "big.txt", "old": "needle", "new": "pin"}, ctx), "write_file"
+    )
+    assert (ctx.root / "big.txt").read_text().startswith("needle")
+
+
 def test_read_file_empty_binary_directory_missing(ctx: ToolContext) -> None:
     (ctx.root / "empty.txt").write_text("")
     (ctx.root / "blob.bin").write_bytes(b"\x89PNG\x00\x01\x02")

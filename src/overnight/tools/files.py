@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from overnight.seams import ToolContext, ToolError, ToolOutcome
 from overnight.tools.args import int_arg, str_arg
@@ -25,6 +25,8 @@ READ_MAX_LINES = 2000
 READ_MAX_LINE_CHARS = 2000
 #: read_file: most characters returned by one call.
 READ_MAX_CHARS = 60_000
+#: edit_file: a larger file is refused (it is read whole to be changed).
+EDIT_MAX_BYTES = 32 << 20
 #: A file with a NUL byte in its first this-many bytes is treated as binary.
 BINARY_SNIFF_BYTES = 8192
 
@@ -159,13 +161,12 @@ class ReadFileTool:
         full = False
         cut_by_chars = False
         with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-            for number, line in enumerate(handle, start=1):
+            for number, (text, length) in enumerate(_bounded_lines(handle), start=1):
                 total = number
                 if number < offset or full:
                     continue
-                text = line.rstrip("\r\n")
-                if len(text) > READ_MAX_LINE_CHARS:
-                    text = text[:READ_MAX_LINE_CHARS] + f" [... line cut: {len(text)} characters]"
+                if length > READ_MAX_LINE_CHARS:
+                    text = text[:READ_MAX_LINE_CHARS] + f" [... line cut: {length} characters]"
                 entry = f"{number:>6}\t{text}"
                 if out and chars + len(entry) + 1 > READ_MAX_CHARS:
                     full = cut_by_chars = True
@@ -176,6 +177,27 @@ class ReadFileTool:
                 if len(out) >= limit:
                     full = True
         return out, last, total, cut_by_chars
+
+
+def _bounded_lines(handle: TextIO) -> Iterator[tuple[str, int]]:
+    """Each line of ``handle`` without its terminator, cut after READ_MAX_LINE_CHARS + 1
+    characters, with its whole length: a line is never held whole, however long (a file the
+    model made may be one line of gigabytes)."""
+    ends = ("\n", "\r")
+    while True:
+        asked = READ_MAX_LINE_CHARS + 1
+        piece = handle.readline(asked)
+        if not piece:
+            return
+        text = piece
+        length = len(piece)
+        while len(piece) == asked and not piece.endswith(ends):
+            asked = 1 << 16
+            piece = handle.readline(asked)
+            length += len(piece)
+        if piece.endswith(ends):
+            length -= len(piece) - len(piece.rstrip("\r\n"))
+        yield text.rstrip("\r\n"), length
 
 
 # --------------------------------------------------------------------------- write_file
@@ -269,6 +291,13 @@ class EditFileTool:
             raise ToolError("old and new are identical; nothing would change")
         _existing_file(path, shown)
         try:
+            size = path.stat().st_size
+            if size > EDIT_MAX_BYTES:
+                raise ToolError(
+                    f"{shown} is {size} bytes; edit_file changes files of at most "
+                    f"{EDIT_MAX_BYTES >> 20} MB (read it in parts with read_file, and replace "
+                    "it whole with write_file if you must)"
+                )
             data = path.read_bytes()
         except OSError as exc:
             raise ToolError(f"cannot read {shown}: {exc.strerror or exc}") from None
