@@ -157,9 +157,11 @@ def test_a_verified_task_with_an_unknown_effect_is_held_until_a_person_resolves_
     assert on_branch(repo, r.branch.name) == []
     assert list(tools.KEYS) == [effect["key"]]
 
+    assert parked.held_for == [effect["key"]]
     code, out = review(capsys, tmp_path / "runs", db, "--json")
-    ids = {i["id"] for i in json.loads(out)}
-    assert {f"parked:{r.run_id}:refund_4471", f"effect:{effect['key']}"} <= ids
+    kinds = {i["id"]: i["kind"] for i in json.loads(out)}
+    assert kinds[f"parked:{r.run_id}:refund_4471"] == "held for an effect of unknown outcome"
+    assert kinds[f"effect:{effect['key']}"] == "effect of unknown outcome"
 
     # Not before a person has said what became of the effect.
     with pytest.raises(ConfigError, match="not resumable") as refused:

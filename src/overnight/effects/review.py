@@ -114,6 +114,8 @@ def items_of(rd: RunDir, ledger: EffectStore | None = None) -> list[ReviewItem]:
         items.append(item(f"run:{run_id}", "run not resumable", why))
     for p in plan.get("parked") or []:
         kind = "partially applied" if "partially applied" in p.get("reason", "") else "parked"
+        if p.get("held_for"):
+            kind = "held for an effect of unknown outcome"
         said = clip(str(p.get("detail", "")), 300, f"{rd.path}/artifacts")
         why = f"{p['id']}: {p['reason']}. {said}".strip()
         items.append(item(f"parked:{run_id}:{p['id']}", kind, why))

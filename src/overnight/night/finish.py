@@ -273,6 +273,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
                     detail=clip(p.detail, DETAIL_KEPT, more=detail_pointer(p.task.id, p)),
                     patch=p.patch,
                     protected_changes=p.protected_changes,
+                    held_for=p.held_for,
                 )
                 for p in s.parked
             ],

@@ -97,6 +97,10 @@ class ParkedEntry(_Model):
     patch: str | None = None
     protected_changes: list[str] = Field(default_factory=list)
     """For a task parked as "changed what judges it": each protected path it changed."""
+    held_for: list[str] = Field(default_factory=list)
+    """For a task held for effects of unknown outcome: their run-step keys. It lands only
+    after a person resolves each (``overnight review resolve effect:KEY``) and a resume runs
+    it again."""
 
 
 class PrunedEntry(_Model):
