@@ -19,6 +19,7 @@ from overnight import api
 from overnight.cli.fleet import add_fleet_parser, cmd_fleet, cmd_fleet_review
 from overnight.cli.output import Progress, finish_output, progress_line
 from overnight.cli.pipes import flush_standard_streams, guard_standard_streams
+from overnight.cli.replay import add_replay_parser, cmd_replay
 from overnight.cli.reprice import add_reprice_parser, cmd_reprice
 from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError, OvernightError
@@ -174,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_fleet_parser(sub)
     add_reprice_parser(sub, _run, RUN_HELP)
+    add_replay_parser(sub, RUN_HELP)
 
     from overnight.estimate import workload_flags
 
@@ -541,6 +543,7 @@ COMMANDS = {
     "calibrate": cmd_calibrate,
     "estimate": cmd_estimate,
     "reprice": cmd_reprice,
+    "replay": cmd_replay,
 }
 
 

@@ -112,6 +112,12 @@ class EventSink(Protocol):
     def event(self, kind: str, **fields: Any) -> None: ...
 
 
+class AnswerSink(Protocol):
+    """Where the gateway keeps each answered call in full (``overnight replay``)."""
+
+    def record(self, request: ModelRequest, response: ModelResponse) -> None: ...
+
+
 class KeptRecords(list[dict[str, Any]]):
     """A ``SpendSink`` in memory."""
 
@@ -474,6 +480,8 @@ class ModelGateway:
         self.trace = trace
         self.seconds = seconds
         self.fractions = fractions
+        self.answers: AnswerSink | None = None
+        """Where every answered call's request and response are kept (``answers.jsonl``)."""
 
     def band(self) -> Band:
         return money_band(self.ledger.spent_usd, self.ledger.limit_usd, self.fractions)
@@ -504,7 +512,10 @@ class ModelGateway:
             if isinstance(exc, RunError):
                 raise
             raise ModelCallFailed(f"{request.purpose} call failed: {exc!r}") from exc
-        return meter.answered(response)
+        answered = meter.answered(response)
+        if self.answers is not None:
+            self.answers.record(request, response)
+        return answered
 
     def _attempts(self, request: ModelRequest, meter: CallMeter) -> ModelResponse:
         """The client's answer, every attempt metered: by the client itself when it makes

@@ -33,6 +33,7 @@ from overnight.seams import (
     SharedCap,
     TaskExecutor,
 )
+from overnight.store.answers import ANSWERS_FILE, AnswerRecorder, placeholders
 from overnight.store.journal import Journal, read_journal
 from overnight.store.rundir import RunDir
 from overnight.store.trace import Trace
@@ -146,6 +147,8 @@ def compose(
             gateway = ModelGateway(
                 model, ledger, spend, trace, timer.seconds_used, fractions, shared.cap
             )
+            names = placeholders(run_dir.path, spec.workspace_path(), state.run_id, state.branch)
+            gateway.answers = AnswerRecorder(run_dir.path / ANSWERS_FILE, names)
         if executor is None and spec.executor is not None:
             executor = load_executor(spec.executor.target)
         if executor is None and gateway is not None:

@@ -1,0 +1,136 @@
+"""A model that answers from a recording (``answers.jsonl``): no key, no money.
+
+Each request is compared with the recorded one before the recorded answer is given. The
+comparison is of the request as recorded (redacted, the run's names as placeholders) with the
+durations commands print (``0.8 s``, ``in 0.007s``) masked, since no two runs of a command
+take the same time. The first request that differs is the divergence: the model then raises,
+and the night ends there.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from overnight.models.types import ModelRequest, ModelResponse
+from overnight.process import secret_values
+from overnight.store.answers import masked, request_key, request_record
+
+DivergenceKind = Literal["request", "tool_result", "extra_call", "unrecorded", "verdict"]
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """Where the replay first differs from the recording."""
+
+    call: int
+    """The model call (1-based, in the order made) or, for a verdict, the task event."""
+    purpose: str
+    kind: DivergenceKind
+    detail: str
+
+
+def first_difference(old: Any, new: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first path at which two JSON values differ, and the two values there."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            found = first_difference(old.get(key), new.get(key), f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(old, list) and isinstance(new, list):
+        for i in range(max(len(old), len(new))):
+            a = old[i] if i < len(old) else None
+            b = new[i] if i < len(new) else None
+            found = first_difference(a, b, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    return None if old == new else (path or ".", old, new)
+
+
+def _in_tool_result(request: dict[str, Any], path: str) -> bool:
+    match = re.match(r"\.messages\[(\d+)\]\.content\[(\d+)\]", path)
+    if match is None:
+        return False
+    try:
+        block = request["messages"][int(match[1])]["content"][int(match[2])]
+    except (KeyError, IndexError, TypeError):
+        return False
+    return isinstance(block, dict) and block.get("type") == "tool_result"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _around(was: Any, now: Any) -> tuple[str, str]:
+    """Two differing values as short texts; two strings around their first difference."""
+    if not (isinstance(was, str) and isinstance(now, str)):
+        return _short(was), _short(now)
+    at = next((i for i, (a, b) in enumerate(zip(was, now, strict=False)) if a != b), None)
+    if at is None:
+        at = min(len(was), len(now))
+    start = max(0, at - 60)
+    return repr(was[start : at + 80]), repr(now[start : at + 80])
+
+
+class Diverged(Exception):
+    """The replay asked what the recording did not: the night stops at this call."""
+
+
+class ReplayModel:
+    """Answers the n-th request with the n-th recorded answer, while the requests match."""
+
+    def __init__(
+        self, records: Sequence[dict[str, Any]], names: Callable[[], list[tuple[str, str]]]
+    ) -> None:
+        self.records = list(records)
+        self.names = names
+        self.calls = 0
+        self.answered = 0
+        """Calls answered from the recording (none after the divergence)."""
+        self.divergence: Divergence | None = None
+        self._secrets = secret_values()
+
+    def _diverge(self, kind: DivergenceKind, purpose: str, detail: str) -> Diverged:
+        if self.divergence is None:
+            self.divergence = Divergence(self.calls, purpose, kind, detail)
+        return Diverged(f"replay diverged at call {self.calls}: {detail}")
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        self.calls += 1
+        if self.divergence is not None:
+            raise Diverged("the replay has already diverged")
+        if self.calls > len(self.records):
+            raise self._diverge(
+                "extra_call",
+                request.purpose,
+                f"a {request.purpose} call the recording does not have "
+                f"(it recorded {len(self.records)})",
+            )
+        rec = self.records[self.calls - 1]
+        asked = request_record(request, self.names(), self._secrets)
+        if request_key(asked) != rec.get("request_key"):
+            recorded = rec.get("request")
+            if recorded is None:
+                raise self._diverge("request", request.purpose, "the request differs")
+            found = first_difference(masked(recorded), masked(asked))
+            where, was, now = found if found is not None else (".", None, None)
+            kind: DivergenceKind = "tool_result" if _in_tool_result(asked, where) else "request"
+            what = "a tool result changed" if kind == "tool_result" else "the request differs"
+            if rec.get("purpose") != request.purpose:
+                what = f"a {request.purpose} call where the recording has a {rec.get('purpose')}"
+            before, after = _around(was, now)
+            raise self._diverge(
+                kind, request.purpose, f"{what} at {where}: was {before}, now {after}"
+            )
+        if rec.get("response") is None:
+            raise self._diverge(
+                "unrecorded", request.purpose, "the recorded answer was too large to keep"
+            )
+        self.answered += 1
+        return ModelResponse.model_validate(rec["response"])

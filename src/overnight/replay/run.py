@@ -1,0 +1,297 @@
+"""``overnight replay``: a recorded night run again, offline, against a copy of its workspace
+at the run's base commit, with a model that answers from the recording.
+
+It reports the first place the replay differs from the recording (a request, a tool result
+inside one, an extra call, a task's verdict) and otherwise that it ended the same: the same
+ending, the same verified tasks and the same tree on the branch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tempfile
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from overnight import api
+from overnight.config.spec import Spec
+from overnight.core.errors import ConfigError
+from overnight.process import scrubbed_env
+from overnight.replay.model import Divergence, ReplayModel
+from overnight.store.answers import ANSWERS_FILE, placeholders
+from overnight.store.journal import read_intact_records
+from overnight.store.rundir import RunDir, read_json
+
+SHIPPED = "textstats"
+EXPECTED = "expected.json"
+
+
+@dataclass(frozen=True)
+class Recording:
+    """What a replay needs of a recorded night."""
+
+    name: str
+    spec: dict[str, Any]
+    answers: list[dict[str, Any]]
+    stop_reason: str
+    verified: list[str]
+    verdicts: list[list[str]]
+    """Each task event but its start, in order: task, event, outcome."""
+    tree: str | None
+    """The tree of the branch's head; None when the workspace holding it is gone."""
+    workspace: str | None = None
+    base_commit: str | None = None
+    example: str | None = None
+    """A bundled example to copy in place of a workspace (the shipped recording)."""
+
+
+def _git(cwd: Path, *args: str) -> str | None:
+    done = subprocess.run(
+        ["git", "-C", str(cwd), *args],
+        capture_output=True,
+        text=True,
+        env=scrubbed_env(),
+        timeout=120,
+        check=False,
+    )
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def verdicts_of(trace: Path) -> list[list[str]]:
+    return [
+        [str(e.get("task")), str(e.get("event")), str(e.get("outcome", ""))]
+        for e in read_intact_records(trace)
+        if e.get("kind") == "task" and e.get("event") != "started"
+    ]
+
+
+def answers_of(path: Path) -> list[dict[str, Any]]:
+    return [r for r in read_intact_records(path) if r.get("kind") == "answer"]
+
+
+def recording_of_run(path: Path) -> Recording:
+    rd = RunDir(path)
+    answers = answers_of(rd.path / ANSWERS_FILE)
+    if not rd.result.exists():
+        raise ConfigError("RUN", f"{path} has no result.json yet", "replay a run that has ended")
+    result = read_json(rd.result)
+    if not answers and result.get("spend", {}).get("model_calls"):
+        raise ConfigError(
+            "RUN",
+            f"{path} recorded no model answers ({ANSWERS_FILE})",
+            "replay a run made since runs record their answers",
+        )
+    branch = result.get("branch") or {}
+    workspace = str(read_json(rd.manifest).get("workspace") or "")
+    head = branch.get("head")
+    tree = _git(Path(workspace), "rev-parse", f"{head}^{{tree}}") if workspace and head else None
+    return Recording(
+        name=str(result.get("run_id") or path.name),
+        spec=read_json(rd.spec),
+        answers=answers,
+        stop_reason=str(result.get("stop_reason")),
+        verified=[str(v.get("id")) for v in result.get("verified") or []],
+        verdicts=verdicts_of(rd.trace),
+        tree=tree,
+        workspace=workspace or None,
+        base_commit=branch.get("base_commit"),
+    )
+
+
+def save_recording(run: Path, target: Path, example: str) -> None:
+    """Keep a recorded night of a bundled example as a package resource: its spec, its
+    answers and what it ended with."""
+    rec = recording_of_run(run)
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(run / ANSWERS_FILE, target / ANSWERS_FILE)
+    expected = {
+        "kind": "recorded_night",
+        "version": 1,
+        "name": rec.name,
+        "example": example,
+        "spec": {**rec.spec, "base_dir": ""},  # the replay's own copy is its workspace
+        "stop_reason": rec.stop_reason,
+        "verified": rec.verified,
+        "verdicts": rec.verdicts,
+        "tree": rec.tree,
+    }
+    (target / EXPECTED).write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
+
+
+def shipped_recording(name: str = SHIPPED) -> Recording:
+    """The recorded demo night shipped with the package."""
+    folder = resources.files("overnight.replay").joinpath("recordings", name)
+    with resources.as_file(folder) as where:
+        data = json.loads((where / EXPECTED).read_text())
+        answers = answers_of(where / ANSWERS_FILE)
+    return Recording(
+        name=f"{data['name']} (shipped)",
+        spec=data["spec"],
+        answers=answers,
+        stop_reason=data["stop_reason"],
+        verified=data["verified"],
+        verdicts=data["verdicts"],
+        tree=data["tree"],
+        example=data["example"],
+    )
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    kind: str
+    version: int
+    recording: str
+    run_dir: str
+    same: bool
+    divergence: Divergence | None
+    stop_reason: tuple[str, str]
+    verified: tuple[list[str], list[str]]
+    tree: tuple[str | None, str | None]
+    calls: tuple[int, int]
+    """Answers recorded, and calls the replay had answered from them."""
+    notes: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.same else 3
+
+
+def padded(into: Path, name: str, length: int | None) -> Path:
+    """``into/name``, its name lengthened with dashes to ``length`` characters in all when
+    it is shorter: a replay's paths as long as the recording's, so that tool output cut to a
+    length (a predicate's last lines) is cut at the same place."""
+    path = into.absolute() / name
+    if length is not None and len(str(path)) < length:
+        path = path.with_name(name + "-" * (length - len(str(path))))
+    return path
+
+
+def _lengths(rec: Recording) -> dict[str, int]:
+    first = rec.answers[0] if rec.answers else {}
+    lengths = first.get("name_lengths")
+    return {str(k): int(v) for k, v in lengths.items()} if isinstance(lengths, dict) else {}
+
+
+def _workspace(rec: Recording, into: Path) -> Path:
+    copy = padded(into, "workspace", _lengths(rec).get("<workspace>"))
+    if rec.example is not None:
+        from overnight.cli.demo import prepare_example
+
+        made = prepare_example(into, rec.example)
+        if made != copy:
+            made.rename(copy)
+        return copy
+    if rec.workspace is None or rec.base_commit is None:
+        raise ConfigError("RUN", "the run records no workspace or base commit", "")
+    done = subprocess.run(
+        ["git", "clone", "-q", "--no-hardlinks", rec.workspace, str(copy)],
+        capture_output=True,
+        text=True,
+        env=scrubbed_env(),
+        timeout=600,
+        check=False,
+    )
+    if done.returncode != 0 or _git(copy, "reset", "-q", "--hard", rec.base_commit) is None:
+        raise ConfigError(
+            "RUN",
+            f"the workspace {rec.workspace} at the run's base commit {rec.base_commit} cannot "
+            f"be copied: {done.stderr.strip()[:300]}",
+            "replay on the machine, and with the repository, the run was made on",
+        )
+    return copy
+
+
+def _first_verdict_difference(old: list[list[str]], new: list[list[str]]) -> Divergence | None:
+    for i in range(max(len(old), len(new))):
+        a = old[i] if i < len(old) else None
+        b = new[i] if i < len(new) else None
+        if a != b:
+            return Divergence(i + 1, "verify", "verdict", f"task event {i + 1}: was {a}, now {b}")
+    return None
+
+
+def replay(rec: Recording, into: Path | None = None) -> ReplayReport:
+    """Run the recorded night again in ``into`` (a new or empty directory)."""
+    base = into or Path(tempfile.mkdtemp(prefix="overnight-replay-"))
+    if base.exists() and any(base.iterdir()):
+        raise ConfigError("--into", f"{base} is not empty", "pass a new or empty directory")
+    base.mkdir(parents=True, exist_ok=True)
+    copy = _workspace(rec, base)
+    spec = Spec.model_validate({**rec.spec, "base_dir": str(copy), "workspace": "."})
+    run_dir = padded(base, "run", _lengths(rec).get("<run-dir>"))
+
+    def names() -> list[tuple[str, str]]:
+        manifest = read_json(run_dir / "run.json")
+        return placeholders(run_dir, copy, str(manifest["run_id"]), str(manifest["branch"]))
+
+    model = ReplayModel(rec.answers, names)
+    result = api.run(spec, run_dir=run_dir, model=model)
+    head = result.branch.head
+    tree = _git(copy, "rev-parse", f"{head}^{{tree}}") if head else None
+    verified = [v.id for v in result.verified]
+    divergence = model.divergence
+    if divergence is None and model.answered < len(rec.answers):
+        divergence = Divergence(
+            model.answered + 1,
+            str(rec.answers[model.answered].get("purpose")),
+            "request",
+            f"the replay made {model.answered} calls; the recording has {len(rec.answers)}",
+        )
+    if divergence is None:
+        divergence = _first_verdict_difference(rec.verdicts, verdicts_of(run_dir / "trace.jsonl"))
+    same = (
+        divergence is None
+        and result.stop_reason == rec.stop_reason
+        and verified == rec.verified
+        and (rec.tree is None or tree == rec.tree)
+    )
+    notes = tuple(
+        f"the replay's {name} path ({len(str(path))} characters) is longer than the "
+        f"recording's ({length}): tool output cut to a length may be cut elsewhere; "
+        "--into a shorter directory avoids it"
+        for name, path, length in (
+            ("run directory", run_dir, _lengths(rec).get("<run-dir>")),
+            ("workspace", copy, _lengths(rec).get("<workspace>")),
+        )
+        if length is not None and len(str(path)) > length
+    )
+    return ReplayReport(
+        notes=notes,
+        kind="replay",
+        version=1,
+        recording=rec.name,
+        run_dir=str(run_dir),
+        same=same,
+        divergence=divergence,
+        stop_reason=(rec.stop_reason, str(result.stop_reason)),
+        verified=(rec.verified, verified),
+        tree=(rec.tree, tree),
+        calls=(len(rec.answers), model.answered),
+    )
+
+
+def render_replay(r: ReplayReport) -> str:
+    lines = [f"Replay of {r.recording} in {r.run_dir}:"]
+    if r.divergence is not None:
+        d = r.divergence
+        lines.append(f"  DIVERGED at call {d.call} ({d.purpose}, {d.kind}): {d.detail}")
+    lines += [
+        f"  ending:   recorded {r.stop_reason[0]}, replayed {r.stop_reason[1]}",
+        f"  verified: recorded {', '.join(r.verified[0]) or 'none'}; "
+        f"replayed {', '.join(r.verified[1]) or 'none'}",
+        f"  tree:     recorded {r.tree[0] or 'unknown (its workspace is gone)'}, "
+        f"replayed {r.tree[1] or 'none'}",
+        f"  calls:    {r.calls[0]} recorded, {r.calls[1]} replayed",
+        *(f"  note: {n}" for n in r.notes),
+        "SAME: the replay ended as the recorded night did."
+        if r.same
+        else "DIFFERENT: the replay did not end as the recorded night did.",
+    ]
+    return "\n".join(lines) + "\n"
