@@ -43,6 +43,7 @@ def test_the_shipped_recording_replays_to_the_same_ending_tasks_and_tree(
     assert r["verified"] == [["fix_words", "fix_ties"]] * 2
     assert r["tree"][0] is not None and r["tree"][0] == r["tree"][1]
     assert r["calls"][0] == r["calls"][1] == len(shipped_recording().answers) > 0
+    assert r["notes"] == []  # the copy starts from the recorded base tree
     # no money was spent and no key was needed: the spend journal books the recorded usage
     result = json.loads((Path(r["run_dir"]) / "result.json").read_text())
     assert result["spend"]["model_calls"] == r["calls"][1]

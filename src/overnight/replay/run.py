@@ -47,6 +47,9 @@ class Recording:
     base_commit: str | None = None
     example: str | None = None
     """A bundled example to copy in place of a workspace (the shipped recording)."""
+    base_tree: str | None = None
+    """The tree of the base commit: a copy whose tree differs did not start from the same
+    files."""
 
 
 def _git(cwd: Path, *args: str) -> str | None:
@@ -99,6 +102,9 @@ def recording_of_run(path: Path) -> Recording:
         tree=tree,
         workspace=workspace or None,
         base_commit=branch.get("base_commit"),
+        base_tree=_git(Path(workspace), "rev-parse", f"{branch.get('base_commit')}^{{tree}}")
+        if workspace and branch.get("base_commit")
+        else None,
     )
 
 
@@ -118,6 +124,7 @@ def save_recording(run: Path, target: Path, example: str) -> None:
         "verified": rec.verified,
         "verdicts": rec.verdicts,
         "tree": rec.tree,
+        "base_tree": rec.base_tree,
     }
     (target / EXPECTED).write_text(json.dumps(expected, indent=1, sort_keys=True) + "\n")
 
@@ -137,6 +144,7 @@ def shipped_recording(name: str = SHIPPED) -> Recording:
         verdicts=data["verdicts"],
         tree=data["tree"],
         example=data["example"],
+        base_tree=data.get("base_tree"),
     )
 
 
@@ -252,7 +260,13 @@ def replay(rec: Recording, into: Path | None = None) -> ReplayReport:
         and verified == rec.verified
         and (rec.tree is None or tree == rec.tree)
     )
-    notes = tuple(
+    start = _git(copy, "rev-parse", "HEAD^{tree}")
+    changed = rec.base_tree is not None and start != rec.base_tree
+    notes = (
+        "the workspace copy does not start from the recorded base tree: its files differ "
+        "(for the shipped recording, the bundled example changed: `python -m overnight.replay` "
+        "records it again)",
+    ) * changed + tuple(
         f"the replay's {name} path ({len(str(path))} characters) is longer than the "
         f"recording's ({length}): tool output cut to a length may be cut elsewhere; "
         "--into a shorter directory avoids it"
