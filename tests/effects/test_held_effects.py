@@ -19,7 +19,11 @@ import pytest
 
 from overnight.cli.commands import main
 from overnight.core.errors import ConfigError
+from overnight.core.state import RunState
+from overnight.core.tasks import Task
 from overnight.models.types import ModelRequest
+from overnight.store.run_state import RunStateStore, load_run_state
+from overnight.store.rundir import RunDir, RunLock
 from overnight.testing import FunctionModel, text_answer, tool_answer, usage_dict
 from tests.effects.billing import effect_rows
 from tests.helpers.kills import (
@@ -402,3 +406,57 @@ def test_kill_9_between_intent_and_answer_then_resume_holds_the_task(
     keys = tool_log.read_text().splitlines()
     assert keys == [row.step_key] * (1 if found == "happened" else 2)
     assert [e["state"] for e in r["effects"]] == ["confirmed"]
+
+
+def test_a_held_task_is_released_only_when_every_effect_it_waits_for_is_settled(
+    tmp_path: Path,
+) -> None:
+    def task(n: int) -> Task:
+        return Task(id=f"t{n}", title=f"t{n}", brief="b", verify="true")
+
+    state = RunState(
+        run_id="r",
+        goal_text="g",
+        goal_sha="0" * 64,
+        branch="overnight/r",
+        base_commit="b" * 40,
+        queue=[task(0), task(1), task(2)],
+    )
+    store = RunStateStore(tmp_path / "checkpoint.json")
+    store.save(state)
+    for n, keys in ((0, ["k1", "k2"]), (1, ["k3"])):
+        state.start_task(state.start_lap())
+        state.hold(task(n), "held", "", None, keys)
+    state.start_task(state.start_lap())
+    state.finish_parked(task(2), "not done", "", None)  # parked for another reason
+    store.save(state)
+    assert state.no_progress_streak == 3
+
+    assert state.release_held({"k1", "k3"}) == [task(1)]  # t0 still waits for k2
+    assert [t.id for t in state.queue] == ["t1"] and state.no_progress_streak == 0
+    assert [p.task.id for p in state.parked] == ["t0", "t2"]
+    assert state.release_held({"k1", "k2", "k9"}) == [task(0)]
+    assert state.release_held({"k1", "k2", "k3"}) == []  # nothing else is held
+    store.save(state)  # a change the delta cannot follow item by item: written whole
+    loaded = load_run_state(tmp_path / "checkpoint.json")
+    assert loaded is not None
+    assert [t.id for t in loaded.queue] == ["t0", "t1"]
+    assert [(p.task.id, p.held_for) for p in loaded.parked] == [("t2", [])]
+
+
+def test_an_effect_is_not_resolved_while_its_run_is_being_driven(
+    repo: Path, tmp_path: Path, tools: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run, db = tmp_path / "runs" / "r1", tmp_path / "review.sqlite"
+    _rd, r = run_night(held_night(repo, TARGETS["retryable_failure"]), run, model=refund_model())
+    item = f"effect:{r.effects[0]['key']}"
+    lock = RunLock(RunDir(run))  # what a resumed night holds while it may be in the call
+    lock.acquire()
+    try:
+        code, out = review(
+            capsys, tmp_path / "runs", db, "resolve", item, "--note", "n", "--not-happened"
+        )
+    finally:
+        lock.release()
+    assert code == 64 and "being driven by another process" in out
+    assert [row.state for row in effect_rows(run / "effects.sqlite")] == ["unknown"]
