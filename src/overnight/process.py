@@ -216,6 +216,7 @@ def run_command(
     poll_s: float = 0.05,
     on_spawn: Callable[[int], None] | None = None,
     stdin: bytes | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> CommandResult:
     """Run ``command`` in ``cwd`` and wait for it, never longer than ``timeout_s``: a string
     with ``/bin/sh -c``, a list of words as it is. With ``confine`` it runs in the sandbox,
@@ -234,6 +235,8 @@ def run_command(
 
     ``stdin`` is what the command reads on its standard input (from a file, never a pipe the
     harness must keep feeding); without it, the command reads an empty input.
+
+    ``pass_fds`` are descriptors the command inherits (a file the harness reads afterwards).
 
     Whatever happens, including an exception in ``should_stop`` or ``on_spawn``, the whole
     process group is ended and the shell reaped before this returns; a confined command's
@@ -257,7 +260,8 @@ def run_command(
     with sink, _open_source(stdin) as source:
         start = time.monotonic()
         try:
-            proc = _spawn(argv, cwd, child_env, sink, () if info is None else (info[1],), source)
+            keep = (*pass_fds, *(() if info is None else (info[1],)))
+            proc = _spawn(argv, cwd, child_env, sink, keep, source)
         except BaseException:
             _close_info(info)
             raise

@@ -319,6 +319,8 @@ def predicate_check(files: RunFiles) -> AuditCheck:
             ("exit_code", record.exit_code, claimed.exit_code),
             ("timed_out", record.timed_out, claimed.timed_out),
             ("ran", record.ran, claimed.ran),
+            ("evidence", record.evidence, claimed.evidence),
+            ("verdict", record.verdict, claimed.verdict),
             ("command", files.spec.predicate.command, claimed.command),
         ):
             if mine != theirs:

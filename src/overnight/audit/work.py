@@ -56,13 +56,13 @@ class Landed:
     judged_at: str
 
 
-def _listed(entries: Sequence[tuple[str, str | None, int, str]]) -> str:
+def _listed(entries: Sequence[tuple[str, str | None, int, str, str]]) -> str:
     return ", ".join(f"{tid} {(commit or '-')[:12]}" for tid, commit, *_ in entries)
 
 
 def verified_check(files: RunFiles) -> AuditCheck:
-    ours = [(c.task.id, c.commit, c.attempts, c.via) for c in files.state.completed]
-    theirs = [(v.id, v.commit, v.attempts, v.via) for v in files.result.verified]
+    ours = [(c.task.id, c.commit, c.attempts, c.via, c.evidence) for c in files.state.completed]
+    theirs = [(v.id, v.commit, v.attempts, v.via, v.evidence) for v in files.result.verified]
     problems: list[str] = []
     if ours != theirs:
         missing = [o for o in ours if o not in theirs]

@@ -57,7 +57,12 @@ def progress_line(e: Event) -> str | None:
     if kind == "cache_warning":
         return f"{stamp} cache: {f('detail')}"
     if kind == "tool_call" and f("tool") == "predicate":
-        return f"{stamp} goal predicate {'passed' if f('met') else 'not met'}"
+        said = f" ({f('verdict')})" if f("verdict") else ""
+        return f"{stamp} goal predicate {'passed' if f('met') else 'not met'}{said}"
+    if kind == "decision" and decision == "verify_evidence":
+        return f"{stamp}   {f('task')}: verify {f('verdict')}"
+    if kind == "decision" and decision == "start_check":
+        return f"{stamp} before the night: {f('note')}"
     if kind == "model_call" and f("cost_usd") is not None:
         return f"{stamp} {f('purpose')} call ${f('cost_usd'):.4f}"
     return None

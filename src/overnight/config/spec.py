@@ -6,6 +6,7 @@ field and the fix, and the CLI exits 64.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from contextlib import AbstractContextManager
 from difflib import get_close_matches
@@ -71,12 +72,28 @@ class PredicateSpec(_Strict):
     the goal is met."""
     timeout_s: float = Field(default=600.0, gt=0)
     """Seconds before the predicate is killed and counted as not met."""
+    pytest_plugins: list[str] = Field(default_factory=list)
+    """Installed pytest plugins the predicate and the verifies need (``["xdist"]``): a check
+    that runs pytest runs with plugin autoload off and loads these with ``-p``, besides the
+    harness's own reporter."""
     protect: list[str] | None = None
     """Globs of paths the agent may not change (what judges the work). Unset: the usual test
     machinery (``**/tests/**``, ``test_*.py``, ``*_test.py``, ``**/conftest.py``, ``pytest.ini``,
     ``tox.ini``, ``setup.cfg``, ``pyproject.toml``, ``noxfile.py``, ...) plus every file and
     directory the predicate and the seed verify commands name. A night whose goal is to write
     tests sets its own list."""
+
+    @field_validator("pytest_plugins")
+    @classmethod
+    def _plugin_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.:-]*", name):
+                raise ConfigError(
+                    "predicate.pytest_plugins",
+                    f"{name!r} is not a pytest plugin name",
+                    'name plugins as pytest -p takes them, e.g. ["xdist", "pytest_timeout"]',
+                )
+        return value
 
     @field_validator("protect")
     @classmethod

@@ -18,6 +18,7 @@ from typing import Any, Literal, Self, cast
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 
 from overnight.core.drift import DriftDecision, DriftVerdict
+from overnight.core.evidence import BaseTests, Evidence
 from overnight.core.resume import VerifyOutcome
 from overnight.core.tasks import (
     CommandRun,
@@ -170,6 +171,13 @@ class PredicateRecord(BaseModel):
     """Cut at its timeout (its own, or the night's clock when that was nearer)."""
     ran: bool = True
     """False when it was not started: no time was left before the night's time limit."""
+    evidence: Evidence = "exit_code_only"
+    """``tests``: judged per test on the harness's reporter (pytest); ``exit_code_only``:
+    on the exit code alone."""
+    verdict: str = ""
+    """For ``tests``: the judgement in one line (``met: 3 passed``, ``not met: ...``)."""
+    allowed: list[str] = Field(default_factory=list)
+    """Tests allowed to stay skipped, as they were on the base commit, with why."""
 
 
 class RunState(BaseModel):
@@ -209,6 +217,12 @@ class RunState(BaseModel):
     lessons: list[str] = Field(default_factory=list)
     refused_effects: list[dict[str, Any]] = Field(default_factory=list)
     """Effects the ledger refused (already attempted by another run), for the result."""
+    base_tests: dict[str, BaseTests] = Field(default_factory=dict)
+    """Per pytest check command: what it collected on the base commit (each must pass) and
+    which tests may stay skipped; the predicate's is recorded before the night starts."""
+    start_notes: list[str] = Field(default_factory=list)
+    """What the check before the night found worth saying (the predicate's outcome differs
+    in the user's checkout)."""
     agent_worked: bool = False
     """An agent task has worked in the worktree: from then on, in ``[sandbox] mode =
     "auto"``, every command of the night runs sandboxed."""
@@ -264,6 +278,7 @@ class RunState(BaseModel):
         detail: str,
         via: str = "lap",
         command: CommandRun | None = None,
+        evidence: Evidence = "exit_code_only",
     ) -> None:
         self.completed.append(
             CompletedTask(
@@ -273,6 +288,7 @@ class RunState(BaseModel):
                 verify_detail=detail,
                 via="resume" if via == "resume" else "lap",
                 command=command,
+                evidence=evidence,
             )
         )
         self.in_progress = None
@@ -411,6 +427,7 @@ class RunState(BaseModel):
         commit: str | None,
         patch: str | None,
         cannot_run: str = "",
+        evidence: Evidence = "exit_code_only",
     ) -> None:
         """Route the task that was in flight when the previous process died. ``cannot_run``
         says why a verify could not run (``exit 127: command not found``)."""
@@ -421,7 +438,9 @@ class RunState(BaseModel):
         seen = self.attempts.get(flight.task.id, 0)
         self._set_attempts(flight.task.id, max(seen, flight.attempt))
         if outcome is VerifyOutcome.DONE:
-            self.finish_done(flight.task, commit, flight.attempt, detail, via="resume")
+            self.finish_done(
+                flight.task, commit, flight.attempt, detail, via="resume", evidence=evidence
+            )
         elif outcome is VerifyOutcome.PARTIAL:
             self.finish_parked(
                 flight.task,

@@ -79,6 +79,9 @@ class CompletedTask(BaseModel):
     command: CommandRun | None = None
     """A command task's command on its last attempt; None for an agent task, and for a task
     verified on resume (the process that ran the command died before it could say)."""
+    evidence: Literal["tests", "exit_code_only"] = "exit_code_only"
+    """What its verify was judged on: ``tests`` (each test reported passed, pytest) or
+    ``exit_code_only``."""
 
 
 class ParkedTask(BaseModel):

@@ -237,6 +237,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
             via=c.via,
             command_exit_code=c.command.exit_code if c.command else None,
             command_timed_out=bool(c.command and c.command.timed_out),
+            evidence=c.evidence,
         )
         for c in s.completed
     ]
@@ -316,6 +317,10 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
                 detail=clip(s.last_predicate.detail, DETAIL_KEPT, more="the whole output: trace"),
                 timed_out=s.last_predicate.timed_out,
                 ran=s.last_predicate.ran,
+                evidence=s.last_predicate.evidence,
+                verdict=s.last_predicate.verdict,
+                allowed=s.last_predicate.allowed,
+                at_start=s.start_notes,
             )
             if s.last_predicate
             else None

@@ -29,9 +29,10 @@ from overnight.core.budget import (
 )
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
 from overnight.core.errors import Interrupted
+from overnight.core.evidence import BaseTests, Evidence, Judgement, RunReport, base_tests, judge
 from overnight.core.goal import Goal
 from overnight.core.protect import ChangedPath, Protection, build_protection
-from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit
+from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit, runs_pytest
 from overnight.core.state import PredicateRecord, RunState, cannot_run_reason_text
 from overnight.core.tasks import CommandRun, Task
 from overnight.core.text import clip
@@ -45,12 +46,15 @@ from overnight.night.finish import (
 )
 from overnight.night.planner import Planner, verify_prefixes
 from overnight.night.signals import Signals
+from overnight.night.testrun import Evidence as Reporter
+from overnight.night.testrun import check_env, confined, pytest_evidence
 from overnight.process import (
     CommandResult,
     Confinement,
     end_orphaned_group,
     process_identity,
     run_command,
+    scrubbed_env,
 )
 from overnight.report.result import TerminalResult
 from overnight.seams import EffectRow, ExecContext, ToolError
@@ -76,6 +80,8 @@ class Ran:
     timeout_s: float
     cut_at_time_limit: bool
     """It timed out with no time left: the night's clock cut it, not its own timeout."""
+    tests: RunReport | None = None
+    """What the harness's reporter saw, for a command that runs pytest."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,7 @@ class Verdict:
     detail: str
     cannot_run: str = ""
     """Why the check could not run (``exit 127: command not found``), for ``CANNOT_RUN``."""
+    evidence: Evidence = "exit_code_only"
 
 
 def task_marker(task_id: str) -> str:
@@ -310,7 +317,14 @@ class Night:
                 self.hold(task, attempt, unsettled, detail, ran)
                 return outcome
             if outcome is VerifyOutcome.DONE:
-                s.finish_done(task, self.land(candidate), attempt, detail, command=ran)
+                s.finish_done(
+                    task,
+                    self.land(candidate),
+                    attempt,
+                    detail,
+                    command=ran,
+                    evidence=verdict.evidence,
+                )
                 return outcome
             reason = ""
             if outcome is VerifyOutcome.PARTIAL:
@@ -401,7 +415,7 @@ class Night:
             tokens_affordable=self.tokens_affordable,
             sleep=self.clock.sleep,
             protected=self.protection.rule_for,
-            confine=lambda: self.confinement(tool=True),
+            confine=self.tool_confinement,
             trace_context=self.trace_context,
         )
         outcome = self.executor.execute(task, ctx)
@@ -437,6 +451,7 @@ class Night:
                 return Verdict(
                     VerifyOutcome.CANNOT_RUN, f"the verify command was refused: {exc}", why
                 )
+        base = self.base_tests(task.verify, command, task.model_written, task.timeout_s)
         where = self.checkout(candidate)
         confine = self.confinement(model_written=task.model_written)
         ran = self.run(
@@ -446,6 +461,7 @@ class Night:
             clip=True,
             cwd=where,
             confine=confine,
+            tests=runs_pytest(command),
         )
         result = ran.result
         self.trace.event(
@@ -468,13 +484,62 @@ class Night:
             why = f"timed out after {ran.timeout_s:g} s"
         else:
             why = cannot_run or f"exit {result.exit_code}"
+        evidence: Evidence = "exit_code_only"
+        if ran.tests is not None:
+            evidence = "tests"
+            if outcome in (VerifyOutcome.DONE, VerifyOutcome.NOT_DONE):
+                judged = judge(ran.tests, result.exit_code, base)
+                why = judged.verdict
+                if not judged.met:
+                    outcome = VerifyOutcome.NOT_DONE
+                self.trace.event("decision", decision="verify_evidence", task=task.id, verdict=why)
         detail = f"{why}: {clip(result.output, OUTPUT_TAIL)}".strip()
-        return Verdict(outcome, detail, cannot_run)
+        return Verdict(outcome, detail, cannot_run, evidence)
+
+    def base_tests(
+        self, key: str, command: str | list[str], model_written: bool, timeout_s: float
+    ) -> BaseTests | None:
+        """What the pytest check ``key`` collected on the base commit: recorded before the
+        night for the predicate, run once on a clean checkout of the base for a verify (on
+        a resume, again for a record of another commit). None for any other command."""
+        if not runs_pytest(command):
+            return None
+        s = self.state
+        known = s.base_tests.get(key)
+        if known is not None and known.commit == s.base_commit:
+            return known
+        where = self.checkout(s.base_commit)
+        ran = self.run(
+            command,
+            timeout_s,
+            self.log_name("base-tests"),
+            clip=True,
+            cwd=where,
+            confine=self.confinement(model_written=model_written),
+            tests=True,
+        )
+        if ran.cut_at_time_limit:
+            raise NoTimeLeft("the check on the base commit was cut at the time limit")
+        found = base_tests(key, s.base_commit, ran.tests or RunReport())
+        s.base_tests = {**s.base_tests, key: found}
+        self.trace.event(
+            "decision",
+            decision="base_tests",
+            command=key,
+            collected=len(found.collected),
+            allowed=sorted(found.allowed),
+        )
+        return found
 
     def confinement(self, *, model_written: bool = False, tool: bool = False) -> Confinement | None:
         return self.sandbox.confinement(
             agent_worked=self.state.agent_worked, model_written=model_written, tool=tool
         )
+
+    def tool_confinement(self) -> Confinement | None:
+        """The agent's ``run_command``: sandboxed, with the worktree's layout on the path."""
+        confine = self.confinement(tool=True)
+        return None if confine is None else confined(confine, [self.run_dir.worktree])
 
     def _count_command(self, sandboxed: bool) -> None:
         self.state.count_command(sandboxed=sandboxed)
@@ -488,31 +553,55 @@ class Night:
         clip: bool,
         cwd: Path,
         confine: Confinement | None,
+        tests: bool = False,
     ) -> Ran:
-        """Run a command in ``cwd``, sandboxed when ``confine`` is given. ``clip`` bounds it by
-        the time left: it is not started when none is left (``NoTimeLeft``)."""
+        """Run a command in ``cwd``, sandboxed when ``confine`` is given, with the checkout's
+        layout on ``PYTHONPATH`` (``overnight.night.testrun``); ``tests``: a pytest command,
+        run with the harness's reporter. ``clip`` bounds it by the time left: it is not
+        started when none is left (``NoTimeLeft``)."""
         if clip:
             left = self.seconds_left()
             if left <= 0:
                 raise NoTimeLeft("no time was left to start a command")
             timeout_s = min(timeout_s, left)
         private_dir(self.run_dir.artifacts)
+        plugins = self.spec.predicate.pytest_plugins
+        with pytest_evidence(plugins) if tests else contextlib.nullcontext() as reporter:
+            result = self._run_with(command, timeout_s, log, cwd, confine, reporter)
+            seen = reporter.read() if reporter is not None else None
+        if result.interrupted:
+            raise Interrupted(self.signals.requested or "signal")
+        cut = clip and result.timed_out and self.seconds_left() <= 0
+        return Ran(result, timeout_s, cut, seen)
+
+    def _run_with(
+        self,
+        command: str | list[str],
+        timeout_s: float,
+        log: str,
+        cwd: Path,
+        confine: Confinement | None,
+        reporter: Reporter | None,
+    ) -> CommandResult:
+        env = None
+        if confine is not None:
+            confine = confined(confine, [cwd], reporter)
+        else:
+            env = check_env(scrubbed_env(), [cwd], reporter)
         try:
-            result = run_command(
+            return run_command(
                 command,
                 cwd=cwd,
                 timeout_s=timeout_s,
+                env=env,
                 confine=confine,
                 should_stop=self.signals.check,
                 log_path=self.run_dir.artifacts / log,
                 on_spawn=self.note_command_group,
+                pass_fds=(reporter.fd,) if reporter is not None else (),
             )
         finally:
             self.run_dir.command_group.unlink(missing_ok=True)
-        if result.interrupted:
-            raise Interrupted(self.signals.requested or "signal")
-        cut = clip and result.timed_out and self.seconds_left() <= 0
-        return Ran(result, timeout_s, cut)
 
     def log_name(self, stem: str, suffix: str = ".log") -> str:
         """``stem + suffix`` in the artifacts, or, when an earlier process of the run already
@@ -600,13 +689,24 @@ class Night:
         """Run the goal predicate on a clean checkout of the branch, bounded by the time left;
         with none left it is not started, and the goal counts as not met."""
         p = self.spec.predicate
+        tests = runs_pytest(p.command)
         try:
             if self.seconds_left() <= 0:
                 raise NoTimeLeft("no time was left to run the goal predicate")
+            on_base = self.worktree.head() == self.state.base_commit
+            base = None
+            if tests and not (on_base and p.command not in self.state.base_tests):
+                base = self.base_tests(p.command, p.command, False, p.timeout_s)
             where = self.checkout(None)
             confine = self.confinement()
             ran = self.run(
-                p.command, p.timeout_s, "predicate.log", clip=True, cwd=where, confine=confine
+                p.command,
+                p.timeout_s,
+                "predicate.log",
+                clip=True,
+                cwd=where,
+                confine=confine,
+                tests=tests,
             )
         except NoTimeLeft:
             self.state.record_predicate(
@@ -623,6 +723,14 @@ class Night:
         result = ran.result
         met = result.exit_code == 0
         detail = clip(result.output, OUTPUT_TAIL)
+        judged: Judgement | None = None
+        if ran.tests is not None:
+            if base is None and not result.timed_out:  # this run is the base commit's
+                base = base_tests(p.command, self.state.base_commit, ran.tests)
+                self.state.base_tests = {**self.state.base_tests, p.command: base}
+            judged = judge(ran.tests, result.exit_code, base)
+            met = judged.met and not result.timed_out
+            detail = f"{judged.verdict}\n{detail}"
         if ran.cut_at_time_limit:
             detail = (
                 f"not met (timed out at the time limit, after {result.seconds:.1f} s)\n{detail}"
@@ -636,6 +744,9 @@ class Night:
                 seconds=round(result.seconds, 3),
                 detail=detail.strip() if result.timed_out else detail,
                 timed_out=result.timed_out,
+                evidence="tests" if judged is not None else "exit_code_only",
+                verdict=judged.verdict if judged is not None else "",
+                allowed=list(judged.allowed) if judged is not None else [],
             )
         )
         self.trace.event(
@@ -643,6 +754,8 @@ class Night:
             tool="predicate",
             exit_code=result.exit_code,
             met=met,
+            evidence="tests" if judged is not None else "exit_code_only",
+            verdict=judged.verdict if judged is not None else "",
             timed_out=result.timed_out,
             cut_at_time_limit=ran.cut_at_time_limit,
             seconds=round(result.seconds, 3),
@@ -735,7 +848,9 @@ class Night:
                 commit = self.worktree.find_commit(base, task_marker(flight.task.id))
         else:
             patch = self.discard(flight.task, flight.attempt)
-        self.state.route_resumed(outcome, detail, commit, patch, verdict.cannot_run)
+        self.state.route_resumed(
+            outcome, detail, commit, patch, verdict.cannot_run, verdict.evidence
+        )
         self.trace.event(
             "decision", decision="resume_verified", task=flight.task.id, outcome=outcome.value
         )

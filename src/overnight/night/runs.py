@@ -28,6 +28,7 @@ from overnight.night.compose import NightParts, Shared, compose
 from overnight.night.night import Night
 from overnight.night.preflight import check_sandbox, sealed_places
 from overnight.night.signals import Signals
+from overnight.night.startcheck import StartCheck, check_predicate
 from overnight.report.result import TerminalResult
 from overnight.sandbox.policy import SandboxPolicy, make_sandbox
 from overnight.seams import Clock, ModelClient, TaskExecutor
@@ -92,9 +93,16 @@ def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str
     return RunDir(path)
 
 
-def _fresh_state(spec: Spec, run_dir: RunDir, run_id: str, goal: Goal, branch: str) -> RunState:
+def _fresh_state(
+    spec: Spec,
+    run_dir: RunDir,
+    run_id: str,
+    goal: Goal,
+    branch: str,
+    start: StartCheck | None = None,
+) -> RunState:
     base = ws.create_worktree(spec.workspace_path(), run_dir.worktree, branch)
-    return RunState(
+    state = RunState(
         run_id=run_id,
         goal_text=goal.text,
         goal_sha=goal.sha256,
@@ -103,6 +111,11 @@ def _fresh_state(spec: Spec, run_dir: RunDir, run_id: str, goal: Goal, branch: s
         queue=spec.seed_tasks(),
         budget=spec.budget.model_dump(mode="json"),
     )
+    if start is not None and start.commit == base:
+        if start.base is not None:
+            state.base_tests = {start.base.command: start.base}
+        state.start_notes = list(start.notes)
+    return state
 
 
 def _drive(night: Night, spans: NightSpans | None = None) -> TerminalResult:
@@ -156,6 +169,7 @@ def start_run(
     target = Path(run_dir or default_runs_root() / run_id).absolute()
     policy = sandbox_policy(spec, target)  # refused here, before anything is written
     check_telemetry(spec)  # likewise
+    start = check_predicate(spec, policy)  # likewise: a predicate that cannot run
     rd = _create_run_dir(target, spec, run_id, goal, branch)
     if on_created is not None:
         on_created(rd)
@@ -163,7 +177,7 @@ def start_run(
     lock.acquire()
     try:
         rd.write_disk_reserve()
-        state = _fresh_state(spec, rd, run_id, goal, branch)
+        state = _fresh_state(spec, rd, run_id, goal, branch, start)
         parts = compose(
             spec,
             rd,
@@ -178,6 +192,8 @@ def start_run(
         night = Night(spec, rd, state, goal, goal.sha256, signals, parts)
         spans = _night_spans(spec, night, parts)
         night.trace.listener = listening(listener, spans)
+        for note in state.start_notes:
+            night.trace.event("decision", decision="start_check", note=note)
         night.checkpoint()
         return rd, _drive(night, spans)
     finally:

@@ -17,7 +17,13 @@ from overnight.core.budget import BudgetFractions
 from overnight.core.drift import DRIFT_PRUNE_ABOVE
 from overnight.core.endings import DRIFT_HALT_ABOVE
 from overnight.core.text import clip
-from overnight.report.result import BudgetBlock, ResultWarning, TerminalResult, VerifiedTask
+from overnight.report.result import (
+    BudgetBlock,
+    PredicateBlock,
+    ResultWarning,
+    TerminalResult,
+    VerifiedTask,
+)
 from overnight.report.view import (
     BillingWarning,
     BudgetMark,
@@ -161,12 +167,31 @@ def sandbox_line(r: TerminalResult) -> str:
 
 
 def command_note(v: VerifiedTask) -> str:
-    """What a verified command task's own command did, when it did not simply exit 0."""
+    """What a verified command task's own command did, when it did not simply exit 0, and a
+    verify judged from its exit code only."""
+    notes = []
     if v.command_timed_out:
-        return "its command timed out"
-    if v.command_exit_code not in (None, 0):
-        return f"its command exited {v.command_exit_code}"
-    return ""
+        notes.append("its command timed out")
+    elif v.command_exit_code not in (None, 0):
+        notes.append(f"its command exited {v.command_exit_code}")
+    if v.evidence == "exit_code_only":
+        notes.append("verify judged from the exit code only")
+    return "; ".join(notes)
+
+
+def predicate_state(p: PredicateBlock) -> str:
+    """``passed`` or ``not passed (...)``, with what it was judged on."""
+    if p.evidence == "tests":
+        said = p.verdict or (f"exit {p.exit_code}" if not p.met else "")
+        state = f"passed ({said})" if p.met else f"not passed ({said})"
+    else:
+        state = "passed" if p.met else f"not passed (exit {p.exit_code})"
+        state += ", from the exit code only"
+    if p.allowed:
+        state += "; allowed to stay skipped as on the base commit: " + ", ".join(p.allowed[:10])
+    for note in p.at_start:
+        state += f"; before the night: {note}"
+    return state
 
 
 #: How a task was verified, in words.
@@ -296,7 +321,7 @@ def _goal(r: TerminalResult) -> GoalFacts:
         if p is None
         else PredicateFacts(
             command=p.command,
-            state="passed" if p.met else f"not passed (exit {p.exit_code})",
+            state=predicate_state(p),
             output=p.detail if p.detail.strip() else "",
         )
     )

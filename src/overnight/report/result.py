@@ -130,6 +130,9 @@ class VerifiedTask(_Model):
     verified on resume)."""
     command_timed_out: bool = False
     """Its command ran out its timeout; the verify passed all the same."""
+    evidence: Literal["tests", "exit_code_only"] = "exit_code_only"
+    """What its verify was judged on: ``tests`` (pytest: each test reported passed by the
+    harness's own reporter) or ``exit_code_only`` (any other command)."""
 
 
 class DriftPoint(_Model):
@@ -218,6 +221,16 @@ class PredicateBlock(_Model):
     """Cut at its timeout or at the night's time limit (not met)."""
     ran: bool = True
     """False when no time was left to start it."""
+    evidence: Literal["tests", "exit_code_only"] = "exit_code_only"
+    """``tests``: judged per test on the harness's own reporter (pytest); ``exit_code_only``:
+    the verdict is the exit code's."""
+    verdict: str = ""
+    """For ``tests``: the judgement in one line, naming the tests that were not passed."""
+    allowed: list[str] = Field(default_factory=list)
+    """Tests allowed to stay skipped because the base commit skipped them too, with why."""
+    at_start: list[str] = Field(default_factory=list)
+    """What the check before the night found (an outcome that differs in the user's
+    checkout, naming the files)."""
 
 
 class SandboxBlock(_Model):

@@ -1,0 +1,243 @@
+"""The goal predicate, checked once before the night spends anything.
+
+It runs on a clean export of the base commit (what the night's first check will see) and,
+when the user's checkout holds files that commit lacks (ignored or untracked: a generated
+``version.py``, a build directory), on the user's checkout too, to name what differs. A
+predicate that cannot run there (exit 126 or 127; for pytest exit 2 to 5: collection errors,
+an internal or usage error, no test; or no word from the harness's reporter) refuses the
+night with a ``ConfigError``: exit 64, before the run directory exists. For pytest it also
+records what the night must make pass (``BaseTests``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from overnight.config.spec import Spec
+from overnight.core.errors import ConfigError, WorkspaceError
+from overnight.core.evidence import BaseTests, RunReport, base_tests
+from overnight.core.resume import cannot_run_reason, runs_pytest
+from overnight.night import worktree as ws
+from overnight.night.testrun import check_env, confined, pytest_evidence
+from overnight.process import CommandResult, Confinement, run_command, scrubbed_env
+from overnight.sandbox.policy import SandboxPolicy
+
+#: Entries of the user's checkout that are caches, never a reason for a different outcome.
+_CACHES = frozenset(
+    {
+        "__pycache__",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".hypothesis",
+        ".tox",
+        ".nox",
+        ".venv",
+        "venv",
+        "node_modules",
+    }
+)
+
+#: pytest's exits that mean its tests did not run as tests: interrupted (collection errors),
+#: internal error, usage error, no tests collected.
+_PYTEST_UNRUN = {2: "collection errors or interrupted", 3: "pytest internal error"}
+
+
+@dataclass
+class StartCheck:
+    """What the check found: the base's tests, and notes for the report."""
+
+    commit: str
+    base: BaseTests | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    result: CommandResult
+    tests: RunReport | None
+
+    def cannot_run(self, command: str) -> str | None:
+        code = self.result.exit_code
+        if self.result.timed_out:
+            return None
+        why = cannot_run_reason(code, command)
+        if why is not None or self.tests is None:
+            return why
+        if code in _PYTEST_UNRUN:
+            return f"exit {code}: {_PYTEST_UNRUN[code]}"
+        if self.tests.collect_errors:
+            return f"errors collecting {', '.join(self.tests.collect_errors[:5])}"
+        if not self.tests.finished:
+            return (
+                f"exit {code}, and the harness's test reporter saw no pytest session finish "
+                "(pytest did not start, or could not load the reporter)"
+            )
+        if not self.tests.collected:
+            return "pytest collected no tests"
+        return None
+
+    def said(self) -> str:
+        if self.result.timed_out:
+            return "timed out"
+        if self.result.exit_code == 0:
+            return "met (exit 0)"
+        return f"exit {self.result.exit_code}"
+
+
+def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
+    """Run the predicate on the base commit (and the user's checkout when they differ); raise
+    ``ConfigError`` when it cannot run there."""
+    repo = ws.check_repository(spec.workspace_path())
+    commit = ws.head(repo)
+    command = spec.predicate.command
+    timeout = min(spec.predicate.timeout_s, spec.budget.hours * 3600.0)
+    with _export(repo, commit) as where:
+        base = _run(spec, policy, command, where, timeout)
+    check = StartCheck(commit)
+    extra = _extra_files(repo)
+    here: _Outcome | None = None
+    base_why = base.cannot_run(command)
+    if extra and (base_why is not None or base.result.exit_code != 0):
+        here = _run(spec, policy, command, repo, timeout, user_checkout=True)
+        if here.said() != base.said():
+            check.notes.append(
+                f"the goal predicate `{command}` gives a different outcome in your checkout "
+                f"({here.said()}) than on a clean checkout of {commit[:12]} ({base.said()}), "
+                "which is what the night judges; your checkout has files that commit lacks: "
+                f"{_listed(extra)}"
+            )
+    if base_why is not None:
+        tail = "\n".join(base.result.output.strip().splitlines()[-6:])
+        differs = f" {check.notes[0]}." if check.notes else ""
+        raise ConfigError(
+            "predicate.command",
+            f"`{command}` cannot run on a clean checkout of the base commit {commit[:12]} "
+            f"({base_why}); nothing was spent.{differs}\n{tail}".rstrip(),
+            _fix(base_why, bool(check.notes)),
+        )
+    if base.tests is not None:
+        check.base = base_tests(command, commit, base.tests)
+    return check
+
+
+def _fix(why: str, differs: bool) -> str:
+    if why.startswith("exit 127"):
+        return (
+            "check the command's spelling, and that its program is installed on PATH (a "
+            "sandboxed command sees the directories on PATH, not your home directory)"
+        )
+    if why.startswith("exit 126"):
+        return "make the program executable, or run it through its interpreter"
+    if differs:
+        return (
+            "commit what the tests need, or make the predicate generate it (a clean checkout "
+            "holds only what is committed)"
+        )
+    return (
+        "run the command on a clean clone of the repository and make it run there: the "
+        "tests must import and collect from what is committed"
+    )
+
+
+def _run(
+    spec: Spec,
+    policy: SandboxPolicy,
+    command: str,
+    where: Path,
+    timeout_s: float,
+    *,
+    user_checkout: bool = False,
+) -> _Outcome:
+    """``command`` in ``where`` as the night's first check runs it (sandboxed when the mode
+    is on); in the user's checkout, writing no bytecode and no pytest cache."""
+    tests = runs_pytest(command)
+    extra = {"PYTHONDONTWRITEBYTECODE": "1"} if user_checkout else {}
+    confine: Confinement | None = policy.confinement(agent_worked=False)
+    plugins = spec.predicate.pytest_plugins
+    with pytest_evidence(plugins) if tests else contextlib.nullcontext() as evidence:
+        if evidence is not None and user_checkout:
+            evidence.plugins = (*evidence.plugins, "no:cacheprovider")
+        env = None
+        if confine is not None:
+            confine = confined(confine, [where], evidence, extra)
+        else:
+            env = check_env(scrubbed_env(), [where], evidence, extra)
+        result = run_command(
+            command,
+            cwd=where,
+            timeout_s=timeout_s,
+            env=env,
+            confine=confine,
+            pass_fds=(evidence.fd,) if evidence is not None else (),
+        )
+        return _Outcome(result, evidence.read() if evidence is not None else None)
+
+
+@contextlib.contextmanager
+def _export(repo: Path, commit: str) -> Iterator[Path]:
+    """The files of ``commit`` in a private temporary directory, nothing else (no ``.git``,
+    no ignored file)."""
+    with tempfile.TemporaryDirectory(prefix="overnight-start-") as tmp:
+        target = Path(tmp) / "checkout"
+        target.mkdir()
+        env = ws.git_env()
+        env["GIT_INDEX_FILE"] = str(Path(tmp) / "index")
+        for args in (["read-tree", commit], ["checkout-index", "-a", f"--prefix={target}/"]):
+            done = subprocess.run(
+                ["git", *ws.SAFE_GIT_OPTIONS, "-C", str(repo), *args],
+                env=env,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=ws.GIT_TIMEOUT_S,
+                check=False,
+            )
+            if done.returncode != 0:
+                said = done.stderr.decode("utf-8", "replace").strip()
+                raise WorkspaceError(f"cannot export {commit[:12]} of {repo}: {said}")
+        yield target
+
+
+def _extra_files(repo: Path) -> list[str]:
+    """What the user's checkout holds that its commit lacks (untracked or ignored), caches
+    left out; an ignored directory is one entry."""
+    done = subprocess.run(
+        [
+            "git",
+            *ws.SAFE_GIT_OPTIONS,
+            "-C",
+            str(repo),
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--ignored=traditional",
+            "--untracked-files=normal",
+        ],
+        env=ws.git_env(),
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        timeout=ws.GIT_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        return []
+    out: list[str] = []
+    for entry in done.stdout.split(b"\0"):
+        status, path = entry[:2], entry[3:].decode("utf-8", "replace")
+        if status not in (b"??", b"!!") or not path:
+            continue
+        parts = [p for p in path.split("/") if p]
+        if any(p in _CACHES for p in parts) or path.endswith((".pyc", ".pyo")):
+            continue
+        out.append(path)
+    return out
+
+
+def _listed(paths: list[str], limit: int = 10) -> str:
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

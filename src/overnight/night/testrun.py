@@ -1,0 +1,169 @@
+"""How the harness runs a check (the goal predicate, a verify) and what it adds to it.
+
+Two additions, for every check, sandboxed or not:
+
+* **The project's layout.** ``PYTHONPATH`` starts with the checkout's ``src/`` (when it is a
+  directory) and the checkout's root, so that a src layout, a namespace package, or tests
+  that import the package by name run on the clean checkout as they do in the user's
+  checkout; an editable install of the user's checkout (which points into the workspace the
+  sandbox hides, and would test the workspace rather than the candidate) comes after them.
+  The agent's ``run_command`` gets the same for the worktree.
+* **Positive evidence**, for a command that runs pytest (``runs_pytest``): plugin autoload is
+  off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``; the spec's ``[predicate] pytest_plugins`` are
+  loaded with ``-p``), and the harness's own reporter (``pytest_evidence``, copied under a
+  name of its own for each run into a private directory, bound read-only into the sandbox)
+  writes each test's outcome to a file the harness opened outside the sandbox and handed to
+  the command as an inherited descriptor; ``overnight.core.evidence`` judges it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shlex
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import IO
+
+from overnight.core.evidence import RunReport, read_run
+from overnight.process import Confinement
+
+#: The reporter's evidence is read up to this size; a run that wrote more is judged on what
+#: was read and marked truncated (never met).
+MAX_EVIDENCE_BYTES = 64 << 20
+
+_PLUGIN_SOURCE = "pytest_evidence.py"
+
+
+def layout_path(root: Path) -> list[str]:
+    """The ``PYTHONPATH`` entries a checkout at ``root`` needs: its ``src/`` when that is a
+    real directory, then the root itself."""
+    entries: list[str] = []
+    src = root / "src"
+    with contextlib.suppress(OSError):
+        if src.is_dir() and not src.is_symlink():
+            entries.append(str(src))
+    entries.append(str(root))
+    return entries
+
+
+@dataclass
+class Evidence:
+    """One pytest command's reporter: a private copy of the plugin, and the file it writes
+    to (open, its descriptor inherited by the command)."""
+
+    directory: Path
+    module: str
+    sink: IO[bytes]
+    plugins: Sequence[str] = ()
+
+    @property
+    def plugin_file(self) -> Path:
+        return self.directory / f"{self.module}.py"
+
+    @property
+    def fd(self) -> int:
+        return self.sink.fileno()
+
+    def env(self, base: Mapping[str, str]) -> dict[str, str]:
+        """What pytest needs to load the reporter (and only the plugins the spec lists)."""
+        words = ["-p", self.module]
+        for plugin in self.plugins:
+            words += ["-p", plugin]
+        addopts = shlex.join(words)
+        if base.get("PYTEST_ADDOPTS"):
+            addopts = f"{addopts} {base['PYTEST_ADDOPTS']}"
+        return {
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "PYTEST_ADDOPTS": addopts,
+            "OVERNIGHT_EVIDENCE_FD": str(self.fd),
+        }
+
+    def read(self) -> RunReport:
+        """What the reporter wrote, bounded by ``MAX_EVIDENCE_BYTES``."""
+        self.sink.flush()
+        size = os.fstat(self.fd).st_size
+        self.sink.seek(0)
+        data = self.sink.read(MAX_EVIDENCE_BYTES)
+        return read_run(data.split(b"\n"), truncated=size > MAX_EVIDENCE_BYTES)
+
+
+@contextlib.contextmanager
+def pytest_evidence(plugins: Sequence[str] = ()) -> Iterator[Evidence]:
+    """A reporter for one pytest command; removed afterwards."""
+    directory = Path(tempfile.mkdtemp(prefix="overnight-evidence-"))
+    try:
+        # Readable by the sandbox's user: the harness's own code, nothing secret.
+        os.chmod(directory, 0o755)
+        module = f"_overnight_evidence_{secrets.token_hex(8)}"
+        source = resources.files("overnight.night").joinpath(_PLUGIN_SOURCE).read_bytes()
+        plugin = directory / f"{module}.py"
+        plugin.write_bytes(source)
+        os.chmod(plugin, 0o644)
+        with tempfile.TemporaryFile(prefix="evidence-", dir=directory) as sink:
+            yield Evidence(directory, module, sink, tuple(plugins))
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def check_env(
+    base: Mapping[str, str],
+    roots: Sequence[Path],
+    evidence: Evidence | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """``base`` with the layout's ``PYTHONPATH`` for ``roots``, the reporter's settings when
+    ``evidence`` is given, and ``extra``."""
+    env = dict(base)
+    entries: list[str] = []
+    if evidence is not None:
+        entries.append(str(evidence.directory))
+        env.update(evidence.env(base))
+    for root in roots:
+        entries += layout_path(root)
+    if base.get("PYTHONPATH"):
+        entries.append(base["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(entries))
+    env.update(extra or {})
+    return env
+
+
+@dataclass(frozen=True)
+class WithAdditions:
+    """A confinement whose commands also get ``env`` and see ``files`` (read-only)."""
+
+    inner: Confinement
+    additions: Mapping[str, str] = field(default_factory=dict)
+    files: tuple[Path, ...] = ()
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return {**self.inner.env, **self.additions}
+
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        info_fd: int | None = None,
+        files: Sequence[Path] = (),
+    ) -> list[str]:
+        return self.inner.command(argv, cwd=cwd, info_fd=info_fd, files=[*files, *self.files])
+
+
+def confined(
+    inner: Confinement,
+    roots: Sequence[Path],
+    evidence: Evidence | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> WithAdditions:
+    """``inner`` with the additions of ``check_env``."""
+    env = check_env(inner.env, roots, evidence, extra)
+    additions = {k: v for k, v in env.items() if inner.env.get(k) != v}
+    files = (evidence.plugin_file,) if evidence is not None else ()
+    return WithAdditions(inner, additions, files)

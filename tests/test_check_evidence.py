@@ -1,0 +1,121 @@
+"""Real pytest runs under the harness's reporter (``overnight.night.testrun``), judged per test,
+unsandboxed and in real bubblewrap."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from overnight.config.sandbox import SandboxSpec
+from overnight.core.evidence import BaseTests, Judgement, base_tests, judge
+from overnight.night.testrun import check_env, confined, pytest_evidence
+from overnight.process import Confinement, run_command, scrubbed_env
+from overnight.sandbox.bwrap import build_sandbox
+from tests.attacks.test_evidence_attacks import DIST_INFO
+from tests.helpers.sandbox import require_bwrap
+
+BUGGY = "def add(a, b):\n    return a - b\n"
+FIXED = "def add(a, b):\n    return a + b\n"
+TESTS = (
+    "import sys\n\nimport pytest\n\nfrom calc import add\n\n\n"
+    "def test_add():\n    assert add(2, 2) == 4\n\n\n"
+    "def test_zero():\n    assert add(0, 0) == 0\n\n\n"
+    "@pytest.mark.skipif(sys.platform != 'nowhere', reason='only on nowhere')\n"
+    "def test_elsewhere():\n    assert False\n"
+)
+PYTEST = "python3 -m pytest -q -p no:cacheprovider"
+
+
+def project(root: Path, calc: str, extra: dict[str, str] | None = None) -> Path:
+    (root / "tests").mkdir(parents=True)
+    (root / "calc.py").write_text(calc)
+    (root / "tests" / "test_calc.py").write_text(TESTS)
+    for path, text in (extra or {}).items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    return root
+
+
+def check(
+    root: Path,
+    command: str = PYTEST,
+    base: BaseTests | None = None,
+    plugins: tuple[str, ...] = (),
+    sandbox: Confinement | None = None,
+) -> tuple[int | None, Judgement, BaseTests]:
+    with pytest_evidence(plugins) as evidence:
+        if sandbox is not None:
+            result = run_command(
+                command,
+                cwd=root,
+                timeout_s=120,
+                confine=confined(sandbox, [root], evidence),
+                pass_fds=(evidence.fd,),
+            )
+        else:
+            env = check_env(scrubbed_env(), [root], evidence)
+            result = run_command(command, cwd=root, timeout_s=120, env=env, pass_fds=(evidence.fd,))
+        run = evidence.read()
+    return result.exit_code, judge(run, result.exit_code, base), base_tests(command, "c", run)
+
+
+def test_a_fix_is_met_and_a_platform_skip_on_the_base_stays_allowed(tmp_path: Path) -> None:
+    code, judged, base = check(project(tmp_path / "base", BUGGY))
+    assert code == 1 and not judged.met and "test_add" in judged.verdict
+    assert base.allowed == {
+        "tests/test_calc.py::test_elsewhere": "skip mark on the base commit (only on nowhere)"
+    }
+    code, judged, _ = check(project(tmp_path / "fixed", FIXED), base=base)
+    assert code == 0 and judged.met
+    assert judged.verdict == "met: 2 passed, 1 allowed to skip as on the base commit"
+
+
+def test_a_planted_dist_info_plugin_forcing_exit_0_is_not_met_on_its_own(tmp_path: Path) -> None:
+    root = project(tmp_path / "p", BUGGY, DIST_INFO)
+    plain = subprocess.run(PYTEST.split(), cwd=root, capture_output=True)
+    assert plain.returncode == 0  # the entry point loads, and forces exit 0
+    code, judged, _ = check(root)  # autoload off: the plugin never loads
+    assert code == 1 and not judged.met
+    # Loaded all the same (listed as a plugin the night needs): exit 0, and still not met.
+    code, judged, _ = check(root, plugins=("speedups",))
+    assert code == 0 and not judged.met
+    assert judged.verdict.startswith("not met: the test run's evidence disagrees")
+
+
+def test_stopping_at_the_first_failure_leaves_the_rest_missing(tmp_path: Path) -> None:
+    _, _, base = check(project(tmp_path / "base", BUGGY), PYTEST + " -x")
+    assert len(base.collected) == 3  # collection finished before -x stopped the run
+    half = "def add(a, b):\n    return 0 if a == 0 else a - b\n"
+    code, judged, _ = check(project(tmp_path / "half", half), PYTEST + " -x", base)
+    assert code == 1 and "failed: tests/test_calc.py::test_add" in judged.verdict
+
+
+def test_the_reporter_works_in_the_sandbox(tmp_path: Path) -> None:
+    require_bwrap()
+    root = project(tmp_path / "fixed", FIXED)
+    sandbox = build_sandbox(SandboxSpec(), sealed=[tmp_path / "sealed"])
+    code, judged, base = check(root, sandbox=sandbox)
+    assert code == 0 and len(base.collected) == 3
+    # Without the base commit's record, a skip is not allowed; with it, it is.
+    assert judged.verdict.endswith("(skipped: tests/test_calc.py::test_elsewhere)")
+    code, judged, _ = check(root, sandbox=sandbox, base=base)
+    assert code == 0 and judged.met, judged.verdict
+
+
+@pytest.mark.parametrize(
+    "command", ["python3 -m pytest -q -p no:cacheprovider tests", "pytest -q -p no:cacheprovider"]
+)
+def test_a_src_layout_imports_from_the_checkout(tmp_path: Path, command: str) -> None:
+    root = tmp_path / "src-layout"
+    (root / "src" / "calcpkg").mkdir(parents=True)
+    (root / "src" / "calcpkg" / "__init__.py").write_text(FIXED)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_calc.py").write_text(
+        "from calcpkg import add\n\n\ndef test_add():\n    assert add(2, 2) == 4\n"
+    )
+    plain = subprocess.run(command.split(), cwd=root, capture_output=True)
+    assert plain.returncode != 0  # without the layout on the path it cannot import
+    code, judged, _ = check(root, command)
+    assert code == 0 and judged.verdict == "met: 1 passed"
