@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.attacks.night import BUGGY, AttackNight, Outcome, write
+from tests.attacks.night import BUGGY, FIXED, AttackNight, Outcome, write
 
 FORCED_EXIT_PLUGIN = (
     "import pytest\n\n\n"
@@ -118,3 +118,23 @@ def test_a_forged_pass_is_not_met(night: AttackNight, name: str) -> None:
     files, said = ATTACKS[name]
     outcome = night.play([write(path, text) for path, text in files.items()])
     assert_not_met(night, outcome, said)
+
+
+def test_a_verified_change_that_reaches_into_the_runner_is_shown(night: AttackNight) -> None:
+    reaching = "import atexit\n\natexit.register(print)\n\n\ndef add(a, b):\n    return a + b\n"
+    outcome = night.play([write("calc.py", reaching), write("notes.txt", "pytest\n")])
+    r = outcome.result
+    assert (r["stop_reason"], outcome.exit_code) == ("GOAL_MET", 0)
+    [verified] = r["verified"]
+    assert verified["evidence"] == "tests"
+    assert verified["touches_runner"] == ["calc.py", "notes.txt"]
+    report = night.cli("report", night.run_dir).stdout
+    assert "touches the test runner (calc.py, notes.txt): read its diff" in report
+    night.assert_contained(outcome)
+
+
+def test_an_honest_fix_touches_nothing_of_the_runner(night: AttackNight) -> None:
+    outcome = night.play([write("calc.py", FIXED)])
+    [verified] = outcome.result["verified"]
+    assert verified["touches_runner"] == [] and verified["evidence"] == "tests"
+    assert outcome.result["predicate"]["verdict"] == "met: 1 passed"

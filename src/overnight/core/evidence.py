@@ -64,6 +64,7 @@ class RunReport:
     finished: list[int] = field(default_factory=list)
     """The exit status pytest computed, per finished session."""
     collected: list[str] = field(default_factory=list)
+    """Every test collected, then every other test a report names."""
     marks: dict[str, str] = field(default_factory=dict)
     deselected: list[str] = field(default_factory=list)
     collect_errors: list[str] = field(default_factory=list)
@@ -113,6 +114,7 @@ def read_run(lines: Iterable[bytes], *, truncated: bool = False) -> RunReport:
     """Parse the reporter's lines; anything else is counted as unreadable."""
     run = RunReport(truncated=truncated)
     collected: dict[str, None] = {}
+    reported: dict[str, None] = {}
     for raw in lines:
         if not raw.strip():
             continue
@@ -136,18 +138,21 @@ def read_run(lines: Iterable[bytes], *, truncated: bool = False) -> RunReport:
         elif kind == "collect_error":
             run.collect_errors.append(nodeid)
         elif kind == "call" and event.get("when") in _PHASES:
+            reported.setdefault(nodeid, None)
             key = (nodeid, str(event["when"]))
             raised = str(event.get("raised"))
             earlier = run.raised.get(key)
             run.raised[key] = raised if earlier in (None, "nothing") else earlier
         elif kind == "report" and event.get("when") in _PHASES:
+            reported.setdefault(nodeid, None)
             key = (nodeid, str(event["when"]))
             outcome = _outcome(event)
             earlier_outcome = run.phases.get(key, "passed")
             run.phases[key] = max(earlier_outcome, outcome, key=_RANK.__getitem__)
         else:
             run.unreadable += 1
-    run.collected = list(collected)
+    # A test reported without being collected here ran elsewhere (an xdist worker).
+    run.collected = list({**collected, **reported})
     return run
 
 

@@ -279,6 +279,7 @@ class RunState(BaseModel):
         via: str = "lap",
         command: CommandRun | None = None,
         evidence: Evidence = "exit_code_only",
+        touches_runner: list[str] | None = None,
     ) -> None:
         self.completed.append(
             CompletedTask(
@@ -289,6 +290,7 @@ class RunState(BaseModel):
                 via="resume" if via == "resume" else "lap",
                 command=command,
                 evidence=evidence,
+                touches_runner=list(touches_runner or []),
             )
         )
         self.in_progress = None

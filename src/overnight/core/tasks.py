@@ -82,6 +82,9 @@ class CompletedTask(BaseModel):
     evidence: Literal["tests", "exit_code_only"] = "exit_code_only"
     """What its verify was judged on: ``tests`` (each test reported passed, pytest) or
     ``exit_code_only``."""
+    touches_runner: list[str] = Field(default_factory=list)
+    """Files of an agent task's commit that reach into the test runner or the process's end
+    (``pytest``, ``atexit``, ``os._exit``, ...): for a person to read."""
 
 
 class ParkedTask(BaseModel):

@@ -238,6 +238,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
             command_exit_code=c.command.exit_code if c.command else None,
             command_timed_out=bool(c.command and c.command.timed_out),
             evidence=c.evidence,
+            touches_runner=c.touches_runner,
         )
         for c in s.completed
     ]

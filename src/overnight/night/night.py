@@ -47,7 +47,7 @@ from overnight.night.finish import (
 from overnight.night.planner import Planner, verify_prefixes
 from overnight.night.signals import Signals
 from overnight.night.testrun import Evidence as Reporter
-from overnight.night.testrun import check_env, confined, pytest_evidence
+from overnight.night.testrun import check_env, confined, pytest_evidence, runner_touches
 from overnight.process import (
     CommandResult,
     Confinement,
@@ -317,6 +317,7 @@ class Night:
                 self.hold(task, attempt, unsettled, detail, ran)
                 return outcome
             if outcome is VerifyOutcome.DONE:
+                touches = self.touches_runner(task, candidate)
                 s.finish_done(
                     task,
                     self.land(candidate),
@@ -324,6 +325,7 @@ class Night:
                     detail,
                     command=ran,
                     evidence=verdict.evidence,
+                    touches_runner=touches,
                 )
                 return outcome
             reason = ""
@@ -645,6 +647,18 @@ class Night:
             for c in self.worktree.changes(candidate)
         ]
         return self.protection.violations(changes)
+
+    def touches_runner(self, task: Task, candidate: str | None) -> list[str]:
+        """The files of an agent task's candidate that reach into the test runner, found by
+        a fixed-string search in the sandbox, for the report."""
+        if candidate is None or task.brief is None:
+            return []
+        paths = [c.path for c in self.worktree.changes(candidate) if c.status != "D"]
+        where = self.checkout(candidate)
+        found = runner_touches(paths, where, self.confinement(model_written=True))
+        if found:
+            self.trace.event("decision", decision="touches_runner", task=task.id, paths=found)
+        return found
 
     def park_judged(self, task: Task, attempt: int, forged: list[str]) -> None:
         self.trace.event("decision", decision="changed_what_judges_it", task=task.id, paths=forged)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import IO
 
 from overnight.core.evidence import RunReport, read_run
-from overnight.process import Confinement
+from overnight.process import Confinement, run_command, scrubbed_env
 
 #: The reporter's evidence is read up to this size; a run that wrote more is judged on what
 #: was read and marked truncated (never met).
@@ -167,3 +167,40 @@ def confined(
     additions = {k: v for k, v in env.items() if inner.env.get(k) != v}
     files = (evidence.plugin_file,) if evidence is not None else ()
     return WithAdditions(inner, additions, files)
+
+
+#: Words of code that reaches into the test runner or the process's end: a change holding one
+#: is shown for a person to read ("touches the test runner"), whatever its verdict.
+RUNNER_WORDS = (
+    "pytest",
+    "unittest",
+    "pluginmanager",
+    "gc.get_objects",
+    "os._exit",
+    "atexit",
+    "sys.modules",
+    "sys.settrace",
+    "sys.setprofile",
+    "builtins",
+)
+
+
+def runner_touches(
+    paths: Sequence[str], cwd: Path, confine: Confinement | None, timeout_s: float = 60.0
+) -> list[str]:
+    """Which of ``paths`` (files of the checkout in ``cwd``) hold one of ``RUNNER_WORDS``:
+    ``grep -F`` (fixed strings, linear), run sandboxed when ``confine`` is given; what it
+    prints counts only where it names one of ``paths``."""
+    if not paths:
+        return []
+    argv = ["grep", "-l", "-s", "-I", "-F"]
+    for word in RUNNER_WORDS:
+        argv += ["-e", word]
+    argv += ["--", *paths]
+    env = None if confine is not None else scrubbed_env()
+    try:
+        result = run_command(argv, cwd=cwd, timeout_s=timeout_s, env=env, confine=confine)
+    except OSError:
+        return []
+    named = set(result.output.splitlines())
+    return [p for p in paths if p in named]

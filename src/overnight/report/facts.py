@@ -176,6 +176,8 @@ def command_note(v: VerifiedTask) -> str:
         notes.append(f"its command exited {v.command_exit_code}")
     if v.evidence == "exit_code_only":
         notes.append("verify judged from the exit code only")
+    if v.touches_runner:
+        notes.append(f"touches the test runner ({', '.join(v.touches_runner[:5])}): read its diff")
     return "; ".join(notes)
 
 

@@ -133,6 +133,9 @@ class VerifiedTask(_Model):
     evidence: Literal["tests", "exit_code_only"] = "exit_code_only"
     """What its verify was judged on: ``tests`` (pytest: each test reported passed by the
     harness's own reporter) or ``exit_code_only`` (any other command)."""
+    touches_runner: list[str] = Field(default_factory=list)
+    """Files of its commit that reach into the test runner or the process's end (``pytest``,
+    ``atexit``, ``os._exit``, ...): code a person should read before trusting the verdict."""
 
 
 class DriftPoint(_Model):
