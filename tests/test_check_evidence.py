@@ -117,5 +117,11 @@ def test_a_src_layout_imports_from_the_checkout(tmp_path: Path, command: str) ->
     )
     plain = subprocess.run(command.split(), cwd=root, capture_output=True)
     assert plain.returncode != 0  # without the layout on the path it cannot import
+    # The layout joins sys.path after start-up: a sitecustomize or a pytest.py under src/
+    # is never run in place of the interpreter's own start or the installed runner.
+    marker = tmp_path / "sitecustomize-ran"
+    (root / "src" / "sitecustomize.py").write_text(f"open({str(marker)!r}, 'w').close()\n")
+    (root / "src" / "pytest.py").write_text("raise SystemExit(0)\n")
     code, judged, _ = check(root, command)
     assert code == 0 and judged.verdict == "met: 1 passed"
+    assert not marker.exists()

@@ -57,6 +57,8 @@ def test_a_correct_fix_lands_on_each_layout(
     assert r["predicate"]["evidence"] == "tests"
     assert r["predicate"]["verdict"] == "met: 1 passed"
     assert r["sandbox"]["unsandboxed_commands"] == 0
+    audit = night.cli("audit", night.run_dir)  # re-runs the verify the same way: it agrees
+    assert audit.exit_code == 0, audit.stdout[-2000:]
 
 
 def test_a_misspelt_predicate_refuses_the_night_before_any_model_call(
@@ -122,3 +124,30 @@ def test_the_reporter_is_unreadable_to_the_checkout_and_lost_with_the_run(
     after = set(subprocess.run(["ls", "/tmp"], capture_output=True, text=True).stdout.split())
     assert not [n for n in after - before if n.startswith("overnight-evidence-")]
     assert TEST in (night.repo / "tests" / "test_calc.py").read_text()
+
+
+def test_a_predicate_passing_only_in_the_users_checkout_is_named_and_the_night_goes_on(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    fallback = (
+        "try:\n    from _local import add\nexcept ImportError:\n\n"
+        "    def add(a, b):\n        return a - b\n"
+    )
+    night = AttackNight(
+        tmp_path_factory.mktemp("local"),
+        files={
+            "calc.py": fallback,
+            "tests/test_calc.py": TEST,
+            ".gitignore": GITIGNORE + "_local.py\n",
+        },
+    )
+    (night.repo / "_local.py").write_text(SRC_FIXED)  # ignored: the night never sees it
+    night._before_repo = night.repo_state()
+    outcome = night.play([write("calc.py", SRC_FIXED)])
+    r = outcome.result
+    assert (r["stop_reason"], outcome.exit_code) == ("GOAL_MET", 0)
+    [note] = r["predicate"]["at_start"]
+    assert "different outcome in your checkout (met (exit 0))" in note
+    assert "(exit 1)" in note and "_local.py" in note
+    assert "before the night:" in night.cli("report", night.run_dir).stdout
+    night.assert_contained(outcome)

@@ -24,12 +24,14 @@ from overnight.audit import gitread
 from overnight.audit.inputs import RunFiles
 from overnight.audit.model import AuditCheck, check
 from overnight.core.errors import ConfigError, WorkspaceError
+from overnight.core.evidence import judge
 from overnight.core.protect import ChangedPath, Protection, build_protection
-from overnight.core.resume import VerifyOutcome, outcome_of_exit
+from overnight.core.resume import VerifyOutcome, outcome_of_exit, runs_pytest
 from overnight.core.tasks import CompletedTask, Task
 from overnight.core.text import printable
 from overnight.night.planner import verify_prefixes
 from overnight.night.preflight import sealed_places
+from overnight.night.testrun import confined, pytest_evidence
 from overnight.night.worktree import changes_between, tree_paths
 from overnight.process import run_command
 from overnight.report.result import VerifiedTask
@@ -272,9 +274,27 @@ def _rerun(
     except (WorkspaceError, OSError) as exc:
         return False, f"cannot export {landed.judged_at[:12]}: {exc}"
     timeout = landed.record.task.timeout_s if landed.record else 600.0
-    result = run_command(command, cwd=where, timeout_s=timeout, confine=sandbox)
+    tests = runs_pytest(command)
+    plugins = files.spec.predicate.pytest_plugins
+    # As the night ran it: the checkout's layout, and for pytest the harness's reporter.
+    with pytest_evidence(plugins) if tests else contextlib.nullcontext() as reporter:
+        result = run_command(
+            command,
+            cwd=where,
+            timeout_s=timeout,
+            confine=confined(sandbox, [where], reporter),
+            pass_fds=(reporter.fd,) if reporter is not None else (),
+        )
+        report = reporter.read() if reporter is not None else None
     outcome = outcome_of_exit(result.exit_code, command)
     said = f"exit {result.exit_code}" if not result.timed_out else f"timed out after {timeout:g} s"
+    if report is not None and outcome is VerifyOutcome.DONE and landed.record is not None:
+        judged = judge(
+            report, result.exit_code, files.state.base_tests.get(landed.record.task.verify)
+        )
+        said = judged.verdict
+        if not judged.met:
+            outcome = VerifyOutcome.NOT_DONE
     detail = f"`{shown}` on a fresh export of {landed.judged_at[:12]}, sandboxed: {said}"
     if outcome is not VerifyOutcome.DONE:
         tail = printable(result.output.strip()[-OUTPUT_SHOWN:].replace("\n", " | "))

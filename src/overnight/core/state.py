@@ -430,6 +430,7 @@ class RunState(BaseModel):
         patch: str | None,
         cannot_run: str = "",
         evidence: Evidence = "exit_code_only",
+        touches_runner: list[str] | None = None,
     ) -> None:
         """Route the task that was in flight when the previous process died. ``cannot_run``
         says why a verify could not run (``exit 127: command not found``)."""
@@ -441,7 +442,13 @@ class RunState(BaseModel):
         self._set_attempts(flight.task.id, max(seen, flight.attempt))
         if outcome is VerifyOutcome.DONE:
             self.finish_done(
-                flight.task, commit, flight.attempt, detail, via="resume", evidence=evidence
+                flight.task,
+                commit,
+                flight.attempt,
+                detail,
+                via="resume",
+                evidence=evidence,
+                touches_runner=touches_runner,
             )
         elif outcome is VerifyOutcome.PARTIAL:
             self.finish_parked(

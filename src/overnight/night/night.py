@@ -46,8 +46,7 @@ from overnight.night.finish import (
 )
 from overnight.night.planner import Planner, verify_prefixes
 from overnight.night.signals import Signals
-from overnight.night.testrun import Evidence as Reporter
-from overnight.night.testrun import check_env, confined, pytest_evidence, runner_touches
+from overnight.night.testrun import Reporter, check_env, confined, pytest_evidence, runner_touches
 from overnight.process import (
     CommandResult,
     Confinement,
@@ -855,7 +854,9 @@ class Night:
             return
         commit: str | None = None
         patch: str | None = None
+        touches: list[str] = []
         if outcome is VerifyOutcome.DONE:
+            touches = self.touches_runner(flight.task, candidate)
             commit = self.land(candidate)
             if commit is None:  # landed by the process that died, or nothing to land
                 base = self.state.base_commit
@@ -863,7 +864,7 @@ class Night:
         else:
             patch = self.discard(flight.task, flight.attempt)
         self.state.route_resumed(
-            outcome, detail, commit, patch, verdict.cannot_run, verdict.evidence
+            outcome, detail, commit, patch, verdict.cannot_run, verdict.evidence, touches
         )
         self.trace.event(
             "decision", decision="resume_verified", task=flight.task.id, outcome=outcome.value

@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Generator
 from typing import Any
 
 import pytest
 
 _FD_VARIABLE = "OVERNIGHT_EVIDENCE_FD"
+_PATH_VARIABLE = "OVERNIGHT_EVIDENCE_PATH"
 
 
 def _take_fd() -> int | None:
@@ -39,7 +41,19 @@ def _take_fd() -> int | None:
         return None
 
 
+def _add_layout() -> None:
+    """The checkout's ``src/`` and root, first on ``sys.path`` from here on: after the
+    interpreter started (so no ``sitecustomize`` of the checkout runs, and ``pytest`` itself
+    is the installed one) and before any conftest or test module is imported."""
+    entries = [e for e in os.environ.pop(_PATH_VARIABLE, "").split(os.pathsep) if e]
+    for entry in reversed(entries):
+        if entry in sys.path:
+            sys.path.remove(entry)
+        sys.path.insert(0, entry)
+
+
 _FD = _take_fd()
+_add_layout()
 
 
 def _write(event: dict[str, Any]) -> None:

@@ -134,6 +134,11 @@ def _fix(why: str, differs: bool) -> str:
         )
     if why.startswith("exit 126"):
         return "make the program executable, or run it through its interpreter"
+    if why.startswith(("exit 4", "exit 5", "pytest collected no tests")):
+        return (
+            "name tests that exist on the base commit; for a night that writes them, commit "
+            "a first test file the predicate collects"
+        )
     if differs:
         return (
             "commit what the tests need, or make the predicate generate it (a clean checkout "

@@ -53,7 +53,7 @@ def layout_path(root: Path) -> list[str]:
 
 
 @dataclass
-class Evidence:
+class Reporter:
     """One pytest command's reporter: a private copy of the plugin, and the file it writes
     to (open, its descriptor inherited by the command)."""
 
@@ -94,7 +94,7 @@ class Evidence:
 
 
 @contextlib.contextmanager
-def pytest_evidence(plugins: Sequence[str] = ()) -> Iterator[Evidence]:
+def pytest_evidence(plugins: Sequence[str] = ()) -> Iterator[Reporter]:
     """A reporter for one pytest command; removed afterwards."""
     directory = Path(tempfile.mkdtemp(prefix="overnight-evidence-"))
     try:
@@ -106,7 +106,7 @@ def pytest_evidence(plugins: Sequence[str] = ()) -> Iterator[Evidence]:
         plugin.write_bytes(source)
         os.chmod(plugin, 0o644)
         with tempfile.TemporaryFile(prefix="evidence-", dir=directory) as sink:
-            yield Evidence(directory, module, sink, tuple(plugins))
+            yield Reporter(directory, module, sink, tuple(plugins))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
@@ -114,18 +114,22 @@ def pytest_evidence(plugins: Sequence[str] = ()) -> Iterator[Evidence]:
 def check_env(
     base: Mapping[str, str],
     roots: Sequence[Path],
-    evidence: Evidence | None = None,
+    evidence: Reporter | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """``base`` with the layout's ``PYTHONPATH`` for ``roots``, the reporter's settings when
-    ``evidence`` is given, and ``extra``."""
+    """``base`` with the layout for ``roots`` (on ``PYTHONPATH``; for pytest, handed to the
+    reporter, which puts it on ``sys.path``), the reporter's settings when ``evidence`` is
+    given, and ``extra``."""
     env = dict(base)
     entries: list[str] = []
+    layout = [entry for root in roots for entry in layout_path(root)]
     if evidence is not None:
+        # pytest: the reporter puts the layout on sys.path once the interpreter has started
         entries.append(str(evidence.directory))
         env.update(evidence.env(base))
-    for root in roots:
-        entries += layout_path(root)
+        env["OVERNIGHT_EVIDENCE_PATH"] = os.pathsep.join(layout)
+    else:
+        entries += layout
     if base.get("PYTHONPATH"):
         entries.append(base["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(entries))
@@ -159,7 +163,7 @@ class WithAdditions:
 def confined(
     inner: Confinement,
     roots: Sequence[Path],
-    evidence: Evidence | None = None,
+    evidence: Reporter | None = None,
     extra: Mapping[str, str] | None = None,
 ) -> WithAdditions:
     """``inner`` with the additions of ``check_env``."""
