@@ -216,6 +216,25 @@ def test_list_files_says_when_it_cuts(ctx: ToolContext, monkeypatch: pytest.Monk
     assert "3 of 7 files shown" in lines[3]
 
 
+@pytest.mark.parametrize("in_git", [True, False], ids=["git", "walk"])
+def test_the_listing_holds_a_bounded_number_of_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_git: bool
+) -> None:
+    monkeypatch.setattr(search, "LISTING_MAX_FILES", 5)
+    root = make_repo(tmp_path / "repo") if in_git else tmp_path / "plain"
+    root.mkdir(exist_ok=True)
+    for i in range(12):
+        (root / f"made{i:02}.txt").write_text("hit\n")
+    ctx = ToolContext(root=root, artifacts=tmp_path / "artifacts", call_id="c")
+    listed, cut = search.workspace_listing(root)
+    assert cut and len(listed) == 5
+    out = ListFilesTool().run({}, ctx).content
+    assert "more than 5 files" in out.splitlines()[-1]
+    found = SearchTextTool().run({"pattern": "hit"}, ctx).content
+    assert len([line for line in found.splitlines() if ": hit" in line]) <= 5
+    assert "more than 5 files" in found
+
+
 def test_list_files_refuses_outside_and_files(ctx: ToolContext, outside: Path) -> None:
     (ctx.root / "a.txt").write_text("x\n")
     (ctx.root / "out").symlink_to(outside.parent, target_is_directory=True)

@@ -20,11 +20,12 @@ import contextlib
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from overnight import process
 from overnight.core import globs
@@ -53,6 +54,8 @@ SEARCH_BATCH_CHARS = 64_000
 RIPGREP = "rg"
 #: list_files / search_text: the clock and a stop are checked once per this many paths.
 _CHECK_EVERY = 256
+#: list_files / search_text: most file names of the worktree the harness holds at once.
+LISTING_MAX_FILES = 200_000
 #: How long ``git ls-files`` may take before list_files walks the tree instead.
 GIT_LISTING_TIMEOUT_S = 30.0
 
@@ -68,7 +71,15 @@ def _existing_dir(path: Path, shown: str) -> None:
 
 
 def workspace_files(root: Path) -> list[str]:
-    """Every file of the worktree as a sorted list of relative ``/`` paths.
+    """Every file of the worktree as a sorted list of relative ``/`` paths, at most
+    LISTING_MAX_FILES of them (``workspace_listing`` also says whether it stopped there)."""
+    return workspace_listing(root)[0]
+
+
+def workspace_listing(root: Path) -> tuple[list[str], bool]:
+    """The worktree's files as a sorted list of relative ``/`` paths, and whether the list
+    stopped at LISTING_MAX_FILES (the model can make millions of files; the harness holds a
+    bounded number of names).
 
     Uses ``git ls-files`` (tracked files plus untracked ones that are not ignored) when the
     root is in a git repository, and a plain walk otherwise. Nothing under ``.git`` is ever
@@ -78,7 +89,8 @@ def workspace_files(root: Path) -> list[str]:
     listed = _git_listing(top)
     if listed is None:
         listed = _walk_listing(top)
-    return sorted(set(listed))
+    unique = set(listed)
+    return sorted(unique), len(unique) >= LISTING_MAX_FILES
 
 
 def _git_listing(top: Path) -> list[str] | None:
@@ -96,31 +108,47 @@ def _git_listing(top: Path) -> list[str] | None:
         "--exclude-standard",
         "-z",
     ]
-    try:
-        done = subprocess.run(
-            command,
-            cwd=top,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_LISTING_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if done.returncode != 0:
-        return None
-    found: list[str] = []
-    for raw in done.stdout.split(b"\0"):
-        rel = os.fsdecode(raw)
-        if not rel or rel.endswith("/") or any(is_git_name(p) for p in rel.split("/")):
-            continue
-        full = top / rel
-        # --cached also lists files deleted from the worktree, and submodule directories.
-        if not os.path.lexists(full) or (full.is_dir() and not full.is_symlink()):
-            continue
-        found.append(rel)
-    return found
+    with tempfile.TemporaryFile(prefix="overnight-ls-") as out:
+        try:
+            done = subprocess.run(
+                command,
+                cwd=top,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.DEVNULL,
+                timeout=GIT_LISTING_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        if done.returncode != 0:
+            return None
+        out.seek(0)
+        found: list[str] = []
+        for raw in _nul_records(out):
+            rel = os.fsdecode(raw)
+            if not rel or rel.endswith("/") or any(is_git_name(p) for p in rel.split("/")):
+                continue
+            full = top / rel
+            # --cached also lists files deleted from the worktree, and submodule directories.
+            if not os.path.lexists(full) or (full.is_dir() and not full.is_symlink()):
+                continue
+            found.append(rel)
+            if len(found) >= LISTING_MAX_FILES:
+                break
+        return found
+
+
+def _nul_records(handle: IO[bytes]) -> Iterator[bytes]:
+    """The NUL-terminated records of ``handle``, read a chunk at a time."""
+    rest = b""
+    while chunk := handle.read(1 << 20):
+        records = (rest + chunk).split(b"\0")
+        rest = records.pop()
+        yield from records
+    if rest:
+        yield rest
 
 
 def _walk_listing(top: Path) -> list[str]:
@@ -133,15 +161,25 @@ def _walk_listing(top: Path) -> list[str]:
             if is_git_name(name):
                 continue
             found.append((base / name).relative_to(top).as_posix())
+            if len(found) >= LISTING_MAX_FILES:
+                return found
     return found
 
 
-def _files_under(ctx: ToolContext, base: Path) -> list[str]:
+def _files_under(ctx: ToolContext, base: Path) -> tuple[list[str], bool]:
+    """The files under ``base``, and whether the worktree's listing stopped short."""
     prefix = display(ctx.root, base)
-    everything = workspace_files(ctx.root)
+    everything, cut = workspace_listing(ctx.root)
     if prefix == ".":
-        return everything
-    return [rel for rel in everything if rel.startswith(prefix + "/")]
+        return everything, cut
+    return [rel for rel in everything if rel.startswith(prefix + "/")], cut
+
+
+def _cut_note() -> str:
+    return (
+        f"the worktree holds more than {LISTING_MAX_FILES} files; only the first "
+        f"{LISTING_MAX_FILES} in the listing's order were considered"
+    )
 
 
 def _matcher(pattern: str) -> Callable[[str, str], bool]:
@@ -208,20 +246,21 @@ class ListFilesTool:
         shown = display(ctx.root, base)
         _existing_dir(base, shown)
         pattern = optional_str_arg(args, "pattern")
-        files = _files_under(ctx, base)
+        files, cut = _files_under(ctx, base)
         if pattern is not None:
             deadline = time.monotonic() + SEARCH_MAX_SECONDS
             files = _filtered(files, pattern, shown, ctx, deadline, "the listing")
+        cut_note = f"\n[{_cut_note()}]" if cut else ""
         if not files:
             where = f" matching {pattern!r}" if pattern is not None else ""
-            return ToolOutcome(f"no files{where} under {shown}")
+            return ToolOutcome(f"no files{where} under {shown}{cut_note}")
         text = "\n".join(files[:LIST_MAX_ENTRIES])
         if len(files) > LIST_MAX_ENTRIES:
             text += (
                 f"\n[{LIST_MAX_ENTRIES} of {len(files)} files shown; narrow the listing with "
                 "path or pattern]"
             )
-        return ToolOutcome(text)
+        return ToolOutcome(text + cut_note)
 
 
 # --------------------------------------------------------------------------- search_text
@@ -284,6 +323,7 @@ class _Found:
     too_big: int = 0
     outside: int = 0
     stopped: str = ""
+    listing_cut: bool = False
 
 
 def _read_matches(log: Path, found: _Found) -> None:
@@ -347,10 +387,10 @@ class SearchTextTool:
             raise ToolError(f"{shown} does not exist; use list_files to see what there is")
         glob = optional_str_arg(args, "glob")
         deadline = time.monotonic() + SEARCH_MAX_SECONDS
-        candidates = _files_under(ctx, target) if target.is_dir() else [shown]
+        candidates, cut = _files_under(ctx, target) if target.is_dir() else ([shown], False)
         if glob is not None:
             candidates = _filtered(candidates, glob, shown, ctx, deadline, "the search")
-        found = _Found()
+        found = _Found(listing_cut=cut)
         paths = self._searchable(ctx, candidates, deadline, found)
         top = real_root(ctx.root)
         # With no file to search, ripgrep still reads the pattern (on an empty input), so that a
@@ -470,6 +510,8 @@ def _report(found: _Found, pattern: str, shown: str, glob: str | None) -> str:
         )
     if found.outside:
         notes.append(f"{found.outside} link(s) to outside the workspace skipped")
+    if found.listing_cut:
+        notes.append(_cut_note())
     if not found.lines:
         where = f" in files matching {glob!r}" if glob is not None else ""
         text = f"no matches for {pattern!r} under {shown}{where}"
