@@ -164,6 +164,8 @@ def test_a_verified_task_with_an_unknown_effect_is_held_until_a_person_resolves_
     assert parked.held_for == [effect["key"]]
     code, out = review(capsys, tmp_path / "runs", db, "--json")
     kinds = {i["id"]: i["kind"] for i in json.loads(out)}
+    summaries = {i["id"]: i["summary"] for i in json.loads(out)}
+    assert "refund_4471 wait(s) for are resolved" in summaries[f"run:{r.run_id}"]
     assert kinds[f"parked:{r.run_id}:refund_4471"] == "held for an effect of unknown outcome"
     assert kinds[f"effect:{effect['key']}"] == "effect of unknown outcome"
 

@@ -82,6 +82,11 @@ RESUMABLE: dict[Ending, bool | None] = {
     Ending.UNRECOVERABLE_ERROR: None,
 }
 
+#: Endings that a person's review changes: the queue ran dry, or nothing progressed, while a
+#: task was held for an effect of unknown outcome. Once its effects are resolved, a resume
+#: runs it again.
+REOPENED_BY_REVIEW: tuple[Ending, ...] = (Ending.QUEUE_EMPTY_GOAL_UNMET, Ending.NO_PROGRESS)
+
 RESUMABLE_BY_CAUSE: dict[str, bool] = {
     "dependency_unavailable": True,  # the clock decides, not the task: later, yes
     "model_error": True,  # a provider fault, not a property of the inputs

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from overnight.config.spec import Spec
+from overnight.core.endings import REOPENED_BY_REVIEW
 from overnight.core.errors import ConfigError
 from overnight.core.text import clip
 from overnight.effects.ledger import REVIEW_MARK, UNSETTLED, review_outcome
@@ -111,6 +112,13 @@ def items_of(rd: RunDir, ledger: EffectStore | None = None) -> list[ReviewItem]:
     items: list[ReviewItem] = []
     if result and not result.get("resumable") and result.get("status") != "SUCCESS":
         why = f"{result.get('stop_reason')}: {result.get('message')}"
+        held = [str(p["id"]) for p in plan.get("parked") or [] if p.get("held_for")]
+        ending = str(result.get("stop_reason", "")).split(":", 1)[0]
+        if held and ending in REOPENED_BY_REVIEW:
+            why += (
+                f" (once the effects {', '.join(held)} wait(s) for are resolved, `overnight "
+                "resume` runs it again)"
+            )
         items.append(item(f"run:{run_id}", "run not resumable", why))
     for p in plan.get("parked") or []:
         kind = "partially applied" if "partially applied" in p.get("reason", "") else "parked"

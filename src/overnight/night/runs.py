@@ -16,7 +16,7 @@ from overnight.audit.prices import price_record
 from overnight.clock import SystemClock
 from overnight.config.spec import Spec
 from overnight.core.budget import loosened
-from overnight.core.endings import Ending, Stop
+from overnight.core.endings import REOPENED_BY_REVIEW, Ending, Stop
 from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
@@ -370,11 +370,6 @@ def _load_state(rd: RunDir) -> RunState | None:
     return load_run_state(rd.checkpoint)
 
 
-#: Endings that a person's review changes: the queue ran dry, or nothing progressed, while a
-#: task was held for an effect of unknown outcome.
-REVIEW_REOPENS = (Ending.QUEUE_EMPTY_GOAL_UNMET.value, Ending.NO_PROGRESS.value)
-
-
 def _reviewed(spec: Spec, rd: RunDir, state: RunState, shared: Shared | None) -> list[str]:
     """The held tasks whose effects of unknown outcome a person has all resolved."""
     held = [p for p in state.parked if p.held_for]
@@ -399,10 +394,14 @@ def _reopen(rd: RunDir, state: RunState, reviewed: list[str] | None = None) -> N
     resolved what a held task waited for (``reviewed``) and its ending was for want of it."""
     prior: dict[str, Any] = read_json(rd.result) if rd.result.exists() else {}
     ending = str(prior.get("stop_reason", "")).split(":", 1)[0]
-    if prior and not prior.get("resumable", False) and not (reviewed and ending in REVIEW_REOPENS):
+    if (
+        prior
+        and not prior.get("resumable", False)
+        and not (reviewed and ending in REOPENED_BY_REVIEW)
+    ):
         held = [p.task.id for p in state.parked if p.held_for]
         hint = "read its report, change the spec, and start a new run"
-        if held and ending in REVIEW_REOPENS:
+        if held and ending in REOPENED_BY_REVIEW:
             hint = (
                 f"{', '.join(held)} wait(s) for a person: resolve their effects with `overnight "
                 "review resolve effect:KEY --happened|--not-happened --note ...`, then resume"
