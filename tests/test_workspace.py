@@ -10,21 +10,7 @@ from pathlib import Path
 import pytest
 
 from overnight.core.errors import ConfigError, WorkspaceError
-from overnight.night.worktree import (
-    check_repository,
-    clean_checkout,
-    clear_stale_locks,
-    commit_all,
-    create_worktree,
-    diff_stat,
-    discard_changes,
-    find_commit,
-    has_changes,
-    head,
-    land,
-    log_messages,
-    stage_candidate,
-)
+from overnight.night.worktree import Worktree, check_repository, create_worktree
 
 IDENTITY = ("-c", "user.name=Tester", "-c", "user.email=tester@example.com")
 BRANCH = "overnight/run-1"
@@ -75,6 +61,29 @@ def worktree(repo: Path, tmp_path: Path) -> Path:
     path = tmp_path / "runs" / "wt"
     create_worktree(repo, path, BRANCH)
     return path
+
+
+@pytest.fixture
+def wt(repo: Path, worktree: Path, tmp_path: Path) -> Worktree:
+    return Worktree(worktree, tmp_path / "runs" / "checkout", repo, BRANCH)
+
+
+def commit(w: Worktree, message: str) -> str:
+    """The worktree's changes landed as one commit (an empty one when nothing changed)."""
+    made = w.candidate(message).commit
+    if made is None:
+        tree = git(w.repo, "rev-parse", f"{w.head()}^{{tree}}").strip()
+        made = git(w.repo, *IDENTITY, "commit-tree", tree, "-p", w.head(), "-m", message).strip()
+    assert w.land(made) == made
+    return made
+
+
+def files_of(where: Path) -> dict[str, str]:
+    return {
+        p.relative_to(where).as_posix(): p.read_text()
+        for p in sorted(where.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(where).parts
+    }
 
 
 # check_repository
@@ -162,20 +171,20 @@ def test_create_worktree_leaves_the_users_checkout_alone(repo: Path, tmp_path: P
     assert (wt / "README.md").read_text() == "hello\n"
     assert (wt / "data.txt").read_text() == "one\ntwo\n"
     assert not (wt / "notes.txt").exists()
-    assert not has_changes(wt)
+    assert Worktree(wt, tmp_path / "co", repo, BRANCH).candidate("t").commit is None
 
 
 def test_create_worktree_twice_reuses_it(repo: Path, tmp_path: Path) -> None:
     wt = tmp_path / "wt"
     base = create_worktree(repo, wt, BRANCH)
     (wt / "work.txt").write_text("done\n")
-    done = commit_all(wt, "task one")
+    done = commit(Worktree(wt, tmp_path / "co", repo, BRANCH), "task one")
     # The user moves on meanwhile: the base stays what the branch started from.
     (repo / "README.md").write_text("later\n")
     git(repo, *IDENTITY, "commit", "-q", "-am", "user work")
 
     assert create_worktree(repo, wt, BRANCH) == base
-    assert head(wt) == done
+    assert git(wt, "rev-parse", "HEAD").strip() == done
     assert (wt / "work.txt").read_text() == "done\n"
 
 
@@ -184,12 +193,14 @@ def test_create_worktree_restores_a_missing_worktree_for_an_existing_branch(
 ) -> None:
     wt = tmp_path / "wt"
     base = create_worktree(repo, wt, BRANCH)
-    done = commit_all(wt, "task one")
+    (wt / "work.txt").write_text("done\n")
+    done = commit(Worktree(wt, tmp_path / "co", repo, BRANCH), "task one")
     git(repo, "worktree", "remove", "--force", str(wt))
     assert not wt.exists()
 
     assert create_worktree(repo, wt, BRANCH) == base
-    assert head(wt) == done
+    assert git(wt, "rev-parse", "HEAD").strip() == done
+    assert (wt / "work.txt").read_text() == "done\n"  # written from the branch
 
 
 def test_create_worktree_redoes_an_interrupted_creation(repo: Path, tmp_path: Path) -> None:
@@ -202,7 +213,7 @@ def test_create_worktree_redoes_an_interrupted_creation(repo: Path, tmp_path: Pa
 
     assert create_worktree(repo, wt, BRANCH) == base
     assert (wt / "data.txt").read_text() == "one\ntwo\n"
-    assert not has_changes(wt)
+    assert Worktree(wt, tmp_path / "co", repo, BRANCH).candidate("t").commit is None
     assert "locked" not in git(repo, "worktree", "list", "--porcelain")
 
 
@@ -225,201 +236,189 @@ def test_create_worktree_refuses_a_worktree_on_another_branch(repo: Path, tmp_pa
 # commits
 
 
-def test_commit_all_makes_one_commit_per_call_even_without_changes(worktree: Path) -> None:
-    base = head(worktree)
-    (worktree / "new.txt").write_text("new\n")
-    first = commit_all(worktree, "task t1: add new.txt")
-    second = commit_all(worktree, "task t2: nothing changed\n\n# overnight-task: t2")
-
+def test_commits_land_on_the_run_branch_only(repo: Path, wt: Worktree) -> None:
+    base = wt.head()
+    main_before = git(repo, "rev-parse", "main")
+    (wt.path / "new.txt").write_text("new\n")
+    first = commit(wt, "task t1: add new.txt")
+    second = commit(wt, "task t2: nothing changed\n\n# overnight-task: t2")
     assert first != second
-    assert head(worktree) == second
-    assert log_messages(worktree, base) == [
+    assert wt.head() == second == git(repo, "rev-parse", BRANCH).strip()
+    assert wt.log_messages(base) == [
         (first, "task t1: add new.txt"),
         (second, "task t2: nothing changed"),
     ]
-    assert git(worktree, "log", "-1", "--format=%B").strip().endswith("# overnight-task: t2")
-    assert git(worktree, "show", "--format=", "--name-only", first).split() == ["new.txt"]
-    assert not has_changes(worktree)
-
-
-def test_commit_all_without_any_identity_uses_the_fallback(worktree: Path) -> None:
-    assert subprocess.run(["git", "-C", str(worktree), "config", "user.email"]).returncode == 1
-    commit_all(worktree, "anonymous")
-    author = git(worktree, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip()
-    assert author == "overnight <overnight@localhost>|overnight <overnight@localhost>"
-
-
-def test_commit_all_keeps_a_configured_identity(repo: Path, worktree: Path) -> None:
-    git(repo, "config", "user.name", "Night Owl")
-    git(repo, "config", "user.email", "owl@example.com")
-    commit_all(worktree, "named")
-    assert git(worktree, "log", "-1", "--format=%an <%ae>").strip() == "Night Owl <owl@example.com>"
-
-
-def test_commit_all_does_not_touch_the_users_branch(repo: Path, worktree: Path) -> None:
-    main_before = git(repo, "rev-parse", "main")
-    commit_all(worktree, "on the run branch")
+    assert git(repo, "show", "--format=", "--name-only", first).split() == ["new.txt"]
     assert git(repo, "rev-parse", "main") == main_before
     assert git(repo, "status", "--porcelain") == ""
 
 
-def test_find_commit_finds_the_newest_marker(worktree: Path) -> None:
-    base = head(worktree)
-    commit_all(worktree, "task a\n\novernight-task: a")
-    b_first = commit_all(worktree, "task b\n\novernight-task: b")
-    commit_all(worktree, "task c\n\novernight-task: c")
-    b_again = commit_all(worktree, "task b again\n\novernight-task: b")
-
-    assert find_commit(worktree, base, "overnight-task: b") == b_again
-    assert find_commit(worktree, base, "overnight-task: z") is None
-    assert find_commit(worktree, b_again, "overnight-task: b") is None
-    assert find_commit(worktree, base, "overnight-task: b") != b_first
+def test_a_commit_without_any_identity_uses_the_fallback(repo: Path, wt: Worktree) -> None:
+    (wt.path / "x.txt").write_text("x\n")
+    commit(wt, "anonymous")
+    author = git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", BRANCH).strip()
+    assert author == "overnight <overnight@localhost>|overnight <overnight@localhost>"
 
 
-def test_diff_stat_names_the_changed_files(worktree: Path) -> None:
-    base = head(worktree)
-    assert diff_stat(worktree, base) == ""
-    (worktree / "data.txt").write_text("one\ntwo\nthree\n")
-    commit_all(worktree, "more data")
-    stat = diff_stat(worktree, base)
+def test_a_configured_identity_is_kept(repo: Path, wt: Worktree) -> None:
+    git(repo, "config", "user.name", "Night Owl")
+    git(repo, "config", "user.email", "owl@example.com")
+    (wt.path / "x.txt").write_text("x\n")
+    commit(wt, "named")
+    assert git(repo, "log", "-1", "--format=%an <%ae>", BRANCH).strip() == (
+        "Night Owl <owl@example.com>"
+    )
+
+
+def test_find_commit_finds_the_newest_marker(wt: Worktree) -> None:
+    base = wt.head()
+    commit(wt, "task a\n\novernight-task: a")
+    b_first = commit(wt, "task b\n\novernight-task: b")
+    commit(wt, "task c\n\novernight-task: c")
+    b_again = commit(wt, "task b again\n\novernight-task: b")
+
+    assert wt.find_commit(base, "overnight-task: b") == b_again
+    assert wt.find_commit(base, "overnight-task: z") is None
+    assert wt.find_commit(b_again, "overnight-task: b") is None
+    assert wt.find_commit(base, "overnight-task: b") != b_first
+
+
+def test_diff_stat_names_the_changed_files(wt: Worktree) -> None:
+    base = wt.head()
+    assert wt.diff_stat(base) == ""
+    (wt.path / "data.txt").write_text("one\ntwo\nthree\n")
+    commit(wt, "more data")
+    stat = wt.diff_stat(base)
     assert "data.txt" in stat
     assert "1 file changed, 1 insertion(+)" in stat
 
 
-# changes, patches, locks
+# candidates, patches, locks
 
 
-def test_has_changes_sees_edits_and_untracked_but_not_ignored(worktree: Path) -> None:
-    assert not has_changes(worktree)
-    (worktree / "build.log").write_text("ignored\n")
-    assert not has_changes(worktree)
-    (worktree / "deep" / "er").mkdir(parents=True)
-    (worktree / "deep" / "er" / "new.txt").write_text("x\n")
-    assert has_changes(worktree)
-    (worktree / "deep" / "er" / "new.txt").unlink()
-    (worktree / "README.md").write_text("changed\n")
-    assert has_changes(worktree)
+def test_a_candidate_sees_edits_and_untracked_but_not_ignored(wt: Worktree) -> None:
+    assert wt.candidate("t").commit is None
+    (wt.path / "build.log").write_text("ignored\n")
+    assert wt.candidate("t").commit is None
+    (wt.path / "deep" / "er").mkdir(parents=True)
+    (wt.path / "deep" / "er" / "new.txt").write_text("x\n")
+    assert wt.candidate("t").commit is not None
+    (wt.path / "deep" / "er" / "new.txt").unlink()
+    (wt.path / "README.md").write_text("changed\n")
+    made = wt.candidate("t").commit
+    assert made is not None
+    assert [c.path for c in wt.changes(made)] == ["README.md"]
 
 
-def test_discard_changes_saves_a_patch_that_applies(worktree: Path, tmp_path: Path) -> None:
+def test_discard_saves_a_patch_that_applies_and_rewrites_the_worktree(
+    repo: Path, wt: Worktree, tmp_path: Path
+) -> None:
     patch = tmp_path / "parked" / "t1.patch"
-    assert discard_changes(worktree, patch) is False
+    assert wt.discard(patch, None) is False
     assert not patch.exists()
 
-    (worktree / "README.md").write_text("hello\nhalf done\n")
-    (worktree / "data.txt").unlink()
-    (worktree / "src").mkdir()
-    (worktree / "src" / "new.py").write_text("print('new')\n")
-    (worktree / "blob.bin").write_bytes(bytes(range(256)))
-    (worktree / "build.log").write_text("ignored stays\n")
-    before = head(worktree)
+    (wt.path / "README.md").write_text("hello\nhalf done\n")
+    (wt.path / "data.txt").unlink()
+    (wt.path / "src").mkdir()
+    (wt.path / "src" / "new.py").write_text("print('new')\n")
+    (wt.path / "blob.bin").write_bytes(bytes(range(256)))
+    (wt.path / "build.log").write_text("ignored\n")
+    before = wt.head()
+    made = wt.candidate("t1").commit
 
-    assert discard_changes(worktree, patch) is True
-    assert not has_changes(worktree)
-    assert head(worktree) == before
-    assert (worktree / "README.md").read_text() == "hello\n"
-    assert (worktree / "data.txt").exists()
-    assert not (worktree / "src").exists()
-    assert not (worktree / "blob.bin").exists()
-    assert (worktree / "build.log").read_text() == "ignored stays\n"
+    assert wt.discard(patch, made) is True
+    assert wt.head() == before
+    assert files_of(wt.path) == files_of(repo)  # exactly the branch again, nothing left over
+    assert (wt.path / ".git").is_file()  # the worktree is still the worktree
 
-    git(worktree, "apply", "--index", str(patch))
-    assert (worktree / "README.md").read_text() == "hello\nhalf done\n"
-    assert not (worktree / "data.txt").exists()
-    assert (worktree / "src" / "new.py").read_text() == "print('new')\n"
-    assert (worktree / "blob.bin").read_bytes() == bytes(range(256))
-
-
-def test_clear_stale_locks_lets_the_next_commit_through(worktree: Path) -> None:
-    git_dir = Path(git(worktree, "rev-parse", "--absolute-git-dir").strip())
-    lock = git_dir / "index.lock"
-    lock.write_text("")
-    with pytest.raises(WorkspaceError, match=r"index\.lock"):
-        commit_all(worktree, "blocked")
-
-    assert clear_stale_locks(worktree) == [lock]
-    assert not lock.exists()
-    assert clear_stale_locks(worktree) == []
-    (worktree / "after.txt").write_text("x\n")
-    sha = commit_all(worktree, "after the crash")
-    assert head(worktree) == sha
+    check = tmp_path / "apply"
+    shutil.copytree(repo, check)
+    git(check, "apply", str(patch))
+    assert (check / "README.md").read_text() == "hello\nhalf done\n"
+    assert not (check / "data.txt").exists()
+    assert (check / "src" / "new.py").read_text() == "print('new')\n"
+    assert (check / "blob.bin").read_bytes() == bytes(range(256))
 
 
-def test_clear_stale_locks_also_clears_the_branch_ref_lock(repo: Path, worktree: Path) -> None:
+def test_clear_stale_locks_lets_the_next_commit_through(repo: Path, wt: Worktree) -> None:
     ref_lock = repo / ".git" / "refs" / "heads" / "overnight" / "run-1.lock"
     ref_lock.write_text("")
-    assert clear_stale_locks(worktree) == [ref_lock.resolve()]
-    commit_all(worktree, "after the crash")
+    (wt.path / "x.txt").write_text("x\n")
+    made = wt.candidate("blocked").commit
+    with pytest.raises(WorkspaceError, match=r"run-1\.lock"):
+        wt.land(made)
+    assert ref_lock in wt.clear_stale_locks()
+    assert not ref_lock.exists()
+    assert wt.clear_stale_locks() == []
+    assert wt.land(made) == made == wt.head()
 
 
-# candidates and the clean checkout
+def test_a_candidate_is_a_commit_off_the_branch_until_it_lands(repo: Path, wt: Worktree) -> None:
+    before = wt.head()
+    (wt.path / "data.txt").write_text("one\ntwo\nthree\n")
+    (wt.path / "debug.log").write_text("ignored\n")
+    sha = wt.candidate("t1: a change").commit
+    assert sha is not None and wt.head() == before  # the branch has not moved
+    assert git(repo, "rev-parse", f"{sha}^").strip() == before
+    assert "debug.log" not in git(repo, "ls-tree", "-r", "--name-only", sha)
+    assert wt.land(sha) == sha == wt.head()
+    assert wt.candidate("again").commit is None
 
 
-def test_a_candidate_is_a_commit_off_the_branch_until_it_lands(worktree: Path) -> None:
-    before = head(worktree)
-    (worktree / "data.txt").write_text("one\ntwo\nthree\n")
-    (worktree / "debug.log").write_text("ignored\n")
-    sha = stage_candidate(worktree, "t1: a change")
-    assert sha is not None and head(worktree) == before  # the branch has not moved
-    assert git(worktree, "rev-parse", f"{sha}^").strip() == before
-    assert "debug.log" not in git(worktree, "ls-tree", "-r", "--name-only", sha)
-    assert land(worktree, sha) == sha == head(worktree)
-    assert not has_changes(worktree)
+def test_landing_refuses_a_candidate_not_made_on_the_branch_as_it_stands(wt: Worktree) -> None:
+    (wt.path / "x.txt").write_text("x\n")
+    first = wt.candidate("one").commit
+    (wt.path / "y.txt").write_text("y\n")
+    second = wt.candidate("two").commit  # also made on the base, not on top of `first`
+    assert first is not None and second is not None
+    wt.land(first)
+    with pytest.raises(WorkspaceError, match="not made on top of"):
+        wt.land(second)
+    assert wt.head() == first
 
 
-def test_a_candidate_of_no_change_is_none(worktree: Path) -> None:
-    (worktree / "debug.log").write_text("only an ignored file\n")
-    assert stage_candidate(worktree, "t1: nothing") is None
-
-
-def test_the_clean_checkout_holds_exactly_the_commit(worktree: Path, tmp_path: Path) -> None:
-    (worktree / "data.txt").write_text("changed\n")
-    (worktree / "hidden.py").write_text("the fix\n")
-    (worktree / ".gitignore").write_text("*.log\nhidden.py\n")
-    sha = stage_candidate(worktree, "t1")
+def test_the_clean_checkout_holds_exactly_the_commit(wt: Worktree) -> None:
+    (wt.path / "data.txt").write_text("changed\n")
+    (wt.path / "hidden.py").write_text("the fix\n")
+    (wt.path / ".gitignore").write_text("*.log\nhidden.py\n")
+    sha = wt.candidate("t1").commit
     assert sha is not None
-    target = tmp_path / "runs" / "checkout"
-    where = clean_checkout(worktree, target, sha)
+    where = wt.clean_checkout(sha)
     assert (where / "data.txt").read_text() == "changed\n"
     assert not (where / "hidden.py").exists()  # ignored in the worktree: not in the commit
     # Whatever a command left in the checkout is gone the next time, ignored files too.
     (where / "left.txt").write_text("x")
     (where / "cache.log").write_text("x")
     (where / "data.txt").write_text("edited in place\n")
-    where = clean_checkout(worktree, target, sha)
-    assert sorted(p.name for p in where.iterdir()) == [
-        ".git",
-        ".gitignore",
-        "README.md",
-        "data.txt",
-    ]
+    where = wt.clean_checkout(sha)
+    assert sorted(p.name for p in where.iterdir()) == [".gitignore", "README.md", "data.txt"]
     assert (where / "data.txt").read_text() == "changed\n"
-    assert git(where, "rev-parse", "HEAD").strip() == sha
 
 
-def test_the_clean_checkout_is_rebuilt_when_it_was_broken(worktree: Path, tmp_path: Path) -> None:
-    target = tmp_path / "runs" / "checkout"
-    clean_checkout(worktree, target, head(worktree))
+def test_the_clean_checkout_is_rebuilt_when_it_was_broken(wt: Worktree) -> None:
+    target = wt.clean_checkout(None)
     shutil.rmtree(target)
     target.mkdir()
     (target / "junk").write_text("x")
-    where = clean_checkout(worktree, target, head(worktree))
+    (target / "link").symlink_to("/")
+    where = wt.clean_checkout(None)
     assert (where / "README.md").read_text() == "hello\n" and not (where / "junk").exists()
+    assert not (where / "link").exists()
 
 
 def test_git_hooks_of_the_repository_never_run_for_the_harness(
-    repo: Path, worktree: Path, tmp_path: Path
+    repo: Path, wt: Worktree, tmp_path: Path
 ) -> None:
     fired = tmp_path / "fired"
     for name in ("post-checkout", "pre-commit", "post-commit", "reference-transaction"):
         hook = repo / ".git" / "hooks" / name
         hook.write_text(f"#!/bin/sh\necho {name} >> {fired}\n")
         hook.chmod(0o755)
-    (worktree / "data.txt").write_text("changed\n")
-    sha = stage_candidate(worktree, "t1")
+    (wt.path / "data.txt").write_text("changed\n")
+    sha = wt.candidate("t1").commit
     assert sha is not None
-    clean_checkout(worktree, tmp_path / "runs" / "checkout", sha)
-    land(worktree, sha)
-    (worktree / "README.md").write_text("again\n")
-    commit_all(worktree, "t2")
+    wt.clean_checkout(sha)
+    wt.land(sha)
+    (wt.path / "README.md").write_text("again\n")
+    wt.discard(tmp_path / "p.patch", wt.candidate("t2").commit)
     assert not fired.exists()

@@ -179,7 +179,9 @@ def test_a_park_reason_is_shown_whole_wherever_a_person_looks(night: AttackNight
     parked = {p["id"]: p for p in out.result["plan"]["parked"]}
     forge, loud = parked["t_forge"], parked["t_loud"]
     # result.json: the detail starts where it starts, its first sentence whole.
-    assert forge["detail"].startswith("tests/test_generated_helper_module_number_00.py (created)")
+    assert forge["detail"].startswith(
+        "`tests/test_generated_helper_module_number_00.py` is protected (created)"
+    )
     assert loud["detail"].startswith("exit 1: The fixture database is missing")
     assert "1 failed in 0.02s" in loud["detail"]
 
@@ -189,14 +191,19 @@ def test_a_park_reason_is_shown_whole_wherever_a_person_looks(night: AttackNight
     assert "-> not_done" not in out.stderr
     # The summary on stdout names each parked task, its reason and the start of its detail.
     assert f"parked:  t_forge: {forge['reason']}" in out.stdout
-    assert "         tests/test_generated_helper_module_number_00.py (created)" in out.stdout
+    assert (
+        "         `tests/test_generated_helper_module_number_00.py` is protected (created)"
+        in out.stdout
+    )
     assert f"parked:  t_loud: {loud['reason']}" in out.stdout
     assert "The fixture database is missing: run make fixtures first." in out.stdout
     assert_cut_at_boundaries(out.stdout)
 
     review = night.cli("review", "--runs", night.run_dir).stdout
     assert f"t_loud: {loud['reason']}. exit 1: The fixture database is missing" in review
-    assert f"t_forge: {forge['reason']}. tests/test_generated_helper_module_number_00.py" in review
+    assert (
+        f"t_forge: {forge['reason']}. `tests/test_generated_helper_module_number_00.py`" in review
+    )
     assert_cut_at_boundaries(review)
 
     md = night.cli("report", night.run_dir).stdout

@@ -53,7 +53,7 @@ def test_a_conftest_planted_by_a_script_parks_the_task(night: AttackNight) -> No
     r = outcome.result
     assert r["stop_reason"] != "GOAL_MET" and outcome.exit_code != 0
     [parked] = r["plan"]["parked"]
-    assert parked["reason"] == "changed what judges it"
+    assert parked["reason"].startswith("changed what judges it: `")
     assert any(p.startswith("conftest.py") for p in parked["protected_changes"])
     assert night.branch_commits(outcome) == []  # never committed
     night.assert_contained(outcome)
@@ -86,7 +86,7 @@ def test_changes_to_the_test_machinery_park_the_task(
     assert r["stop_reason"] != "GOAL_MET" and outcome.exit_code != 0
     assert "protected" in night.tool_results()
     [parked] = r["plan"]["parked"]
-    assert parked["reason"] == "changed what judges it"
+    assert parked["reason"].startswith("changed what judges it: `")
     assert [p for p in parked["protected_changes"] if p.startswith(path)]
     night.assert_contained(outcome)
 

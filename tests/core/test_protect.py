@@ -60,10 +60,12 @@ def test_the_default_leaves_the_code_under_test_alone(path: str) -> None:
 def test_creating_a_protected_file_is_a_change_like_editing_one() -> None:
     p = default()
     assert flagged(p, ("A", "conftest.py")) == [
-        "conftest.py (created): matches protect glob '**/conftest.py'"
+        "`conftest.py` is protected (created): matches protect glob '**/conftest.py'"
     ]
     assert flagged(p, ("M", "tests/test_calc.py"))
-    assert flagged(p, ("D", "tests/test_calc.py"))[0].startswith("tests/test_calc.py (deleted)")
+    assert flagged(p, ("D", "tests/test_calc.py"))[0].startswith(
+        "`tests/test_calc.py` is protected (deleted)"
+    )
     assert flagged(p, ("T", "tests/test_calc.py"))  # replaced by a symlink
     assert flagged(p, ("M", "calc.py")) == []
 
@@ -106,7 +108,7 @@ def test_a_spec_protect_list_replaces_the_default() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    ["pytest.py", "_pytest/__init__.py", "unittest/__init__.py", "sitecustomize.py", "site.py"],
+    ["pytest.py", "_pytest/__init__.py", "unittest/__init__.py", "site.py"],
 )
 def test_a_new_top_level_module_shadowing_the_runner_is_flagged(path: str) -> None:
     [line] = flagged(default(), ("A", path))
@@ -132,4 +134,28 @@ def test_compiled_bytecode_is_always_flagged(path: str) -> None:
 def test_a_nested_repository_is_always_flagged() -> None:
     p = build_protection([], [], BASE_FILES, BASE_DIRS, MODULES)
     changes = [ChangedPath("A", "vendor/lib", nested_repository=True)]
-    assert p.violations(changes) == ["vendor/lib: a nested git repository"]
+    assert p.violations(changes) == [
+        "`vendor/lib` is a nested git repository (created): git would record it as a submodule"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        ("pkg/x.pth", "a .pth file"),
+        ("x.pth", "a .pth file"),
+        ("speedups-1.0.dist-info/entry_points.txt", "package metadata"),
+        ("src/pkg.egg-info/entry_points.txt", "package metadata"),
+        ("sitecustomize.py", "imports by itself at start-up"),
+        ("deep/er/usercustomize.py", "imports by itself at start-up"),
+    ],
+)
+def test_import_machinery_anywhere_is_always_flagged_with_its_path_first(
+    path: str, rule: str
+) -> None:
+    p = build_protection([], [], BASE_FILES, BASE_DIRS, MODULES)  # even with nothing protected
+    [line] = flagged(p, ("A", path))
+    assert line.startswith(f"`{path}` is ")
+    assert rule in line
+    assert flagged(p, ("D", path)) == []  # removing it runs nothing
+    assert flagged(p, ("A", "pkg/notes.pthx")) == []

@@ -1,27 +1,27 @@
 """Reading a run's branch without changing anything in the repository: no checkout, no
-worktree, no ref moved. A commit's tree is exported into a fresh directory through an index
-file of the audit's own, so the repository's index, worktrees and refs stay as they are."""
+worktree, no ref moved. git runs with the harness's safety options and allowlisted
+environment (:mod:`overnight.night.git`); a commit's tree is exported into a fresh directory
+by the harness from the object store, as the night's verify checkout is, so no attribute or
+filter a model committed applies and the repository's index, worktrees and refs stay as they
+are."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import tempfile
 from pathlib import Path
 
 from overnight.core.errors import WorkspaceError
-from overnight.night.worktree import SAFE_GIT_OPTIONS
-from overnight.night.worktree import git_env as night_git_env
+from overnight.night.candidate import export
+from overnight.night.git import SAFE_GIT_OPTIONS
+from overnight.night.git import git_env as night_git_env
+from overnight.night.worktree import git_common_dir
 
 GIT_TIMEOUT_S = 300.0
 
 
 def git_env(index_file: Path | None = None) -> dict[str, str]:
     """The harness's git environment, with ``index_file`` as the index when given."""
-    env = night_git_env()
-    if index_file is not None:
-        env["GIT_INDEX_FILE"] = str(index_file)
-    return env
+    return night_git_env(index_file)
 
 
 def git_run(
@@ -85,9 +85,5 @@ def export_tree(repo: Path, sha: str, target: Path) -> Path:
     """The files of commit ``sha`` written into the new directory ``target``: exactly the
     commit, no untracked or ignored file and no ``.git``."""
     target.mkdir(mode=0o700)
-    with tempfile.TemporaryDirectory(prefix="overnight-audit-index-") as tmp:
-        index = Path(tmp) / "index"
-        git_out(repo, "read-tree", sha, index_file=index)
-        prefix = os.path.join(str(target.absolute()), "")
-        git_out(repo, "checkout-index", "--all", "--force", f"--prefix={prefix}", index_file=index)
+    export(git_common_dir(repo), sha, target)
     return target

@@ -48,6 +48,9 @@ class SandboxSpec(BaseModel):
     0: no limit."""
     file_size_mb: int = Field(default=4096, ge=0)
     """Largest file a sandboxed process may write, in MiB (0: no limit)."""
+    bytecode: bool = False
+    """Let sandboxed Python write bytecode caches. Default: ``PYTHONDONTWRITEBYTECODE=1``, so
+    the agent's test runs leave no ``__pycache__`` behind."""
     cpu_seconds: int = Field(default=3600, ge=0)
     """CPU seconds each sandboxed process may use (0: no limit); wall time is bounded by the
     command's own timeout."""

@@ -191,6 +191,16 @@ class RunSpec(_Strict):
     """Re-executions of a task whose verify says not done, before it is parked."""
     replan: bool = True
     """After an unmet predicate with tasks left, ask the model whether to add tasks."""
+    exclude: list[str] = Field(default_factory=list)
+    """Paths kept out of every candidate, in gitignore syntax, on top of the built-in
+    excludes (caches and build products: ``__pycache__/``, ``*.py[cod]``, ``/build/``,
+    ``*.egg-info/``, ...). A tracked file they match keeps its base version."""
+    include: list[str] = Field(default_factory=list)
+    """Paths admitted to candidates whatever the excludes and the repository's ignore rules
+    say, in gitignore syntax (``include = ["/dist/"]``)."""
+    max_file_mb: float = Field(default=10.0, gt=0)
+    """Largest file a candidate may hold, in MiB: a task whose change holds a larger one is
+    parked, and the file never enters the repository's object store."""
 
 
 class TaskSpec(_Strict):

@@ -9,9 +9,11 @@ runs; a change to a protected path parks the task ("changed what judges it"). Pr
   ``python -m tools.gate``), and the file its runner reads (``make`` reads the Makefile);
 * always: a nested git repository (git would commit it as a gitlink); compiled bytecode
   (``*.pyc`` and ``__pycache__/``: an unchecked hash-based ``.pyc`` runs instead of its
-  source, whatever the source says); and a new top-level module or package named like a
-  standard-library or installed module (``pytest.py``, ``unittest/``, ``sitecustomize.py``):
-  with the worktree first on ``sys.path``, it would replace the test runner.
+  source, whatever the source says); import machinery at any depth (``*.dist-info/`` and
+  ``*.egg-info/`` metadata, whose entry points register pytest plugins; ``*.pth`` files;
+  ``sitecustomize.py`` and ``usercustomize.py``); and a new top-level module or package
+  named like a standard-library or installed module (``pytest.py``, ``unittest/``): with
+  the worktree first on ``sys.path``, it would replace the test runner.
 
 Creating a file is a change like any other: a new ``conftest.py`` forges a verdict as well as
 an edited one.
@@ -123,29 +125,57 @@ class Protection:
         return name if name in self.runner_modules else None
 
     def violations(self, changes: Iterable[ChangedPath]) -> list[str]:
-        """One line per change that touches what judges the work."""
-        found: list[str] = []
+        """One sentence per change that touches what judges the work, each starting with the
+        path and the rule (``"`pkg/x.pth` is import machinery (created): ..."``)."""
+        return [sentence for _path, sentence in self.judged(changes)]
+
+    def judged(self, changes: Iterable[ChangedPath]) -> list[tuple[str, str]]:
+        """``(path, sentence)`` for each change that touches what judges the work."""
+        found: list[tuple[str, str]] = []
         for change in changes:
-            if change.nested_repository:
-                found.append(f"{change.path}: a nested git repository")
-                continue
-            if _is_bytecode(change.path) and change.status != "D":
-                found.append(
-                    f"{change.path} ({_verb(change.status)}): compiled bytecode, which Python "
-                    "may run instead of the source"
-                )
-                continue
-            rule = self.rule_for(change.path)
-            if rule is not None:
-                found.append(f"{change.path} ({_verb(change.status)}): {rule}")
-                continue
-            if change.status == "A":
-                module = self.shadowing(change.path)
-                if module is not None:
-                    found.append(
-                        f"{change.path} (created): shadows the installed module {module!r}"
-                    )
+            sentence = self._sentence(change)
+            if sentence is not None:
+                found.append((change.path, sentence))
         return found
+
+    def _sentence(self, change: ChangedPath) -> str | None:
+        where, verb = f"`{change.path}`", _verb(change.status)
+        if change.nested_repository:
+            return (
+                f"{where} is a nested git repository ({verb}): git would record it as a submodule"
+            )
+        if _is_bytecode(change.path) and change.status != "D":
+            return f"{where} is compiled bytecode ({verb}): Python may run it instead of its source"
+        machinery = import_machinery(change.path)
+        if machinery is not None and change.status != "D":
+            return f"{where} is import machinery ({verb}): {machinery}"
+        rule = self.rule_for(change.path)
+        if rule is not None:
+            return f"{where} is protected ({verb}): {rule}"
+        if change.status == "A":
+            module = self.shadowing(change.path)
+            if module is not None:
+                return (
+                    f"{where} shadows the installed module {module!r} (created): with the "
+                    "worktree first on sys.path it would replace it"
+                )
+        return None
+
+
+def import_machinery(path: str) -> str | None:
+    """Why a file at ``path`` can change what Python imports or runs before any test does,
+    or None: package metadata (entry points load plugins), ``.pth`` files and the start-up
+    modules, at any depth."""
+    parts = path.strip("/").split("/")
+    for part in parts[:-1]:
+        if part.endswith((".dist-info", ".egg-info")):
+            return "package metadata, whose entry points can load a plugin into the test runner"
+    name = parts[-1]
+    if name.endswith(".pth"):
+        return "a .pth file, which Python's site module runs at start-up"
+    if name in ("sitecustomize.py", "usercustomize.py"):
+        return "a module Python imports by itself at start-up"
+    return None
 
 
 def _is_bytecode(path: str) -> bool:

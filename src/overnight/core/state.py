@@ -280,6 +280,8 @@ class RunState(BaseModel):
         command: CommandRun | None = None,
         evidence: Evidence = "exit_code_only",
         touches_runner: list[str] | None = None,
+        excluded: list[str] | None = None,
+        dropped: list[str] | None = None,
     ) -> None:
         self.completed.append(
             CompletedTask(
@@ -291,6 +293,8 @@ class RunState(BaseModel):
                 command=command,
                 evidence=evidence,
                 touches_runner=list(touches_runner or []),
+                excluded=excluded or [],
+                dropped=dropped or [],
             )
         )
         self.in_progress = None
@@ -305,6 +309,8 @@ class RunState(BaseModel):
         protected_changes: list[str] | None = None,
         command: CommandRun | None = None,
         held_for: list[str] | None = None,
+        excluded: list[str] | None = None,
+        dropped: list[str] | None = None,
     ) -> None:
         self.parked.append(
             ParkedTask(
@@ -315,6 +321,8 @@ class RunState(BaseModel):
                 protected_changes=protected_changes or [],
                 command=command,
                 held_for=list(held_for or []),
+                excluded=excluded or [],
+                dropped=dropped or [],
             )
         )
         self.in_progress = None
@@ -344,6 +352,14 @@ class RunState(BaseModel):
             self.requeue_front(p.task)
         self.no_progress_streak = 0
         return [p.task for p in released]
+
+    def note_candidate(self, task_id: str, excluded: list[str], dropped: list[str]) -> None:
+        """Record on ``task_id``'s newest record what its candidate left out."""
+        records: list[CompletedTask | ParkedTask] = [*self.completed, *self.parked]
+        for record in reversed(records):
+            if record.task.id == task_id:
+                record.excluded, record.dropped = list(excluded), list(dropped)
+                return
 
     def requeue_front(self, task: Task) -> None:
         self.queue.insert(0, task)

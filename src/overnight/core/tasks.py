@@ -77,6 +77,11 @@ class CompletedTask(BaseModel):
     verify_detail: str = ""
     via: Literal["lap", "resume"] = "lap"
     command: CommandRun | None = None
+    excluded: list[str] = Field(default_factory=list)
+    """Untracked generated paths the candidate left out (the built-in excludes and ``[run]
+    exclude``; a directory ends with ``/``)."""
+    dropped: list[str] = Field(default_factory=list)
+    """Tracked generated files whose change the candidate dropped (the base version stays)."""
     """A command task's command on its last attempt; None for an agent task, and for a task
     verified on resume (the process that ran the command died before it could say)."""
     evidence: Literal["tests", "exit_code_only"] = "exit_code_only"
@@ -103,6 +108,11 @@ class ParkedTask(BaseModel):
     """The run-step keys of the effects of unknown outcome the task is held for: it does not
     land, whatever its verify said, and a resume runs it again only once a person has
     resolved every one of them (``overnight review resolve``)."""
+    excluded: list[str] = Field(default_factory=list)
+    """Untracked generated paths the candidate left out (the built-in excludes and ``[run]
+    exclude``; a directory ends with ``/``)."""
+    dropped: list[str] = Field(default_factory=list)
+    """Tracked generated files whose change the candidate dropped (the base version stays)."""
 
 
 class PrunedTask(BaseModel):

@@ -14,6 +14,7 @@ from typing import Any
 from overnight.agent.loop import AgentExecutor
 from overnight.config.spec import ModelSpec, Spec
 from overnight.core.budget import Ledger
+from overnight.core.candidate import rules_for
 from overnight.core.errors import ConfigError
 from overnight.core.state import RunState
 from overnight.effects.store import SqliteEffectStore
@@ -168,7 +169,13 @@ def compose(
         executor=executor,
         effects=shared.effects or SqliteEffectStore(spec.effects_path(run_dir.path)),
         sandbox=policy,
-        worktree=Worktree(run_dir.worktree, run_dir.checkout),
+        worktree=Worktree(
+            run_dir.worktree,
+            run_dir.checkout,
+            spec.workspace_path(),
+            state.branch,
+            rules_for(spec.run.exclude, spec.run.include, spec.run.max_file_mb),
+        ),
         content=tap,
         fence=fence,
     )

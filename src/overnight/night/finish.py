@@ -239,6 +239,8 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
             command_timed_out=bool(c.command and c.command.timed_out),
             evidence=c.evidence,
             touches_runner=c.touches_runner,
+            excluded=c.excluded,
+            dropped=c.dropped,
         )
         for c in s.completed
     ]
@@ -276,6 +278,8 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
                     patch=p.patch,
                     protected_changes=p.protected_changes,
                     held_for=p.held_for,
+                    excluded=p.excluded,
+                    dropped=p.dropped,
                 )
                 for p in s.parked
             ],

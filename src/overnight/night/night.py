@@ -27,6 +27,7 @@ from overnight.core.budget import (
     BudgetReading,
     reading,
 )
+from overnight.core.candidate import park_reason
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
 from overnight.core.errors import Interrupted
 from overnight.core.evidence import BaseTests, Evidence, Judgement, RunReport, base_tests, judge
@@ -37,6 +38,7 @@ from overnight.core.state import PredicateRecord, RunState, cannot_run_reason_te
 from overnight.core.tasks import CommandRun, Task
 from overnight.core.text import clip
 from overnight.effects.ledger import UNSETTLED, render_done, render_unknown
+from overnight.night.candidate import Candidate
 from overnight.night.compose import NightParts
 from overnight.night.finish import (
     ClosingFacts,
@@ -303,17 +305,16 @@ class Night:
             self.trace.event("task", event="started", task=task.id, attempt=attempt)
             status = self.execute(task, attempt, earlier)
             ran = self.last_command
-            candidate = self.candidate(task)
-            forged = self.judged_changes(task, candidate)
-            if forged:
-                self.park_judged(task, attempt, forged)
+            made = self.candidate(task)
+            candidate = made.commit
+            if self.park_if_judged(task, attempt, made):
                 return VerifyOutcome.NOT_DONE
             verdict = self.verify(task, candidate, attempt)
             outcome, detail = verdict.outcome, verdict.detail
             self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
             unsettled = self.unsettled_effects(task)
             if unsettled:  # whatever the verify says: a person settles the effect first
-                self.hold(task, attempt, unsettled, detail, ran)
+                self.hold(task, attempt, unsettled, detail, ran, candidate)
                 return outcome
             if outcome is VerifyOutcome.DONE:
                 touches = self.touches_runner(task, candidate)
@@ -325,6 +326,8 @@ class Night:
                     command=ran,
                     evidence=verdict.evidence,
                     touches_runner=touches,
+                    excluded=made.notes.listed_excluded(),
+                    dropped=made.notes.listed_dropped(),
                 )
                 return outcome
             reason = ""
@@ -337,8 +340,16 @@ class Night:
             elif attempt > retries or self.steps_exhausted():
                 reason = f"not done after {attempt} attempt(s)"
             if reason:
-                patch = self.discard(task, attempt)
-                s.finish_parked(task, reason, detail, patch, command=ran)
+                patch = self.discard(task, attempt, candidate)
+                s.finish_parked(
+                    task,
+                    reason,
+                    detail,
+                    patch,
+                    command=ran,
+                    excluded=made.notes.listed_excluded(),
+                    dropped=made.notes.listed_dropped(),
+                )
                 return outcome
             earlier = (
                 f"Attempt {attempt} of this task did not pass the check `{task.verify}`; "
@@ -626,9 +637,9 @@ class Night:
             )
         return self._protection
 
-    def candidate(self, task: Task) -> str | None:
-        """The task's changes as a commit on top of the branch (not on it yet), or None when
-        it changed nothing that would be committed."""
+    def candidate(self, task: Task) -> Candidate:
+        """The task's changes as a commit on top of the branch (not on it yet; None when it
+        changed nothing that would be committed), with what was left out of it."""
         title = task.title or (task.command or task.brief or "").splitlines()[0][:60]
         message = (
             f"{task.id}: {title}\n\nVerified by: {task.verify}\n"
@@ -636,16 +647,16 @@ class Night:
         )
         return self.worktree.candidate(message)
 
-    def judged_changes(self, task: Task, candidate: str | None) -> list[str]:
-        """What an agent task's candidate changes of what judges the work. The user's own
-        command tasks may change anything."""
+    def judged_changes(self, task: Task, candidate: str | None) -> list[tuple[str, str]]:
+        """What an agent task's candidate changes of what judges the work, as ``(path,
+        sentence)``. The user's own command tasks may change anything."""
         if candidate is None or task.brief is None:
             return []
         changes = [
             ChangedPath(c.status, c.path, c.nested_repository)
             for c in self.worktree.changes(candidate)
         ]
-        return self.protection.violations(changes)
+        return self.protection.judged(changes)
 
     def touches_runner(self, task: Task, candidate: str | None) -> list[str]:
         """The files of an agent task's candidate that reach into the test runner, found by
@@ -659,15 +670,27 @@ class Night:
             self.trace.event("decision", decision="touches_runner", task=task.id, paths=found)
         return found
 
-    def park_judged(self, task: Task, attempt: int, forged: list[str]) -> None:
-        self.trace.event("decision", decision="changed_what_judges_it", task=task.id, paths=forged)
+    def park_if_judged(self, task: Task, attempt: int, made: Candidate) -> bool:
+        """Park the task when its candidate holds what no candidate may (a nested repository,
+        a file over the size limit) or changes what judges the work; True when parked."""
+        forged = self.judged_changes(task, made.commit)
+        refused = made.notes.refused
+        if not forged and not refused:
+            return False
+        reason, lines = park_reason(refused, [sentence for _path, sentence in forged])
+        self.trace.event(
+            "decision", decision="candidate_refused", task=task.id, reason=reason, paths=lines
+        )
         self.state.finish_parked(
             task,
-            "changed what judges it",
-            "; ".join(forged),
-            self.discard(task, attempt),
-            protected_changes=forged,
+            reason,
+            "\n".join(lines),
+            self.discard(task, attempt, made.commit),
+            protected_changes=[r.path for r in refused if r.judges] + [p for p, _s in forged],
+            excluded=made.notes.listed_excluded(),
+            dropped=made.notes.listed_dropped(),
         )
+        return True
 
     def checkout(self, commit: str | None) -> Path:
         return self.worktree.clean_checkout(commit)
@@ -775,10 +798,12 @@ class Night:
             sandboxed=confine is not None,
         )
 
-    def discard(self, task: Task, attempt: int) -> str | None:
+    def discard(self, task: Task, attempt: int, candidate: str | None) -> str | None:
+        """Save ``candidate``'s change as a patch in the artifacts and write the worktree
+        afresh from the branch; the patch's path, or None when there was no change."""
         patch = self.run_dir.artifacts / self.log_name(f"{task.id}.{attempt}", ".patch")
         private_dir(self.run_dir.artifacts)
-        return str(patch) if self.worktree.discard(patch) else None
+        return str(patch) if self.worktree.discard(patch, candidate) else None
 
     def steps_exhausted(self) -> bool:
         return self.budgets()[STEPS].exhausted
@@ -807,16 +832,17 @@ class Night:
         unsettled: list[EffectRow],
         detail: str,
         command: CommandRun | None = None,
+        candidate: str | None = None,
     ) -> None:
-        """Park ``task`` until a person resolves its effects of unknown outcome: its work is
-        kept as a patch, never landed, whatever its verify said."""
+        """Park ``task`` until a person resolves its effects of unknown outcome: its work
+        (``candidate``) is kept as a patch, never landed, whatever its verify said."""
         keys = [r.step_key for r in unsettled]
         self.trace.event("decision", decision="held_for_review", task=task.id, effects=keys)
         self.state.hold(
             task,
             render_unknown(unsettled),
             detail,
-            self.discard(task, attempt),
+            self.discard(task, attempt, candidate),
             keys,
             command=command,
         )
@@ -839,17 +865,16 @@ class Night:
         flight = self.state.in_progress
         assert flight is not None
         self.worktree.clear_stale_locks()
-        candidate = self.candidate(flight.task)
-        forged = self.judged_changes(flight.task, candidate)
-        if forged:
-            self.park_judged(flight.task, flight.attempt, forged)
+        made = self.candidate(flight.task)
+        candidate = made.commit
+        if self.park_if_judged(flight.task, flight.attempt, made):
             self.checkpoint()
             return
         verdict = self.verify(flight.task, candidate, flight.attempt)
         outcome, detail = verdict.outcome, verdict.detail
         unsettled = self.unsettled_effects(flight.task)
         if unsettled:  # it may have happened: neither landed nor run again before a person
-            self.hold(flight.task, flight.attempt, unsettled, detail)
+            self.hold(flight.task, flight.attempt, unsettled, detail, candidate=candidate)
             self.checkpoint()
             return
         commit: str | None = None
@@ -862,9 +887,14 @@ class Night:
                 base = self.state.base_commit
                 commit = self.worktree.find_commit(base, task_marker(flight.task.id))
         else:
-            patch = self.discard(flight.task, flight.attempt)
+            patch = self.discard(flight.task, flight.attempt, candidate)
         self.state.route_resumed(
             outcome, detail, commit, patch, verdict.cannot_run, verdict.evidence, touches
+        )
+        self.state.note_candidate(
+            flight.task.id,
+            excluded=made.notes.listed_excluded(),
+            dropped=made.notes.listed_dropped(),
         )
         self.trace.event(
             "decision", decision="resume_verified", task=flight.task.id, outcome=outcome.value

@@ -2,12 +2,12 @@
 
 The user's checkout is never touched: the run works in a separate worktree on the branch
 ``overnight/<run-id>``, created at the commit the user had checked out. A task's changes
-become a *candidate* commit first (``stage_candidate``), which is checked out clean into a
-second worktree (``clean_checkout``) for its verify; only a verified candidate moves the
-branch (``land``). Every git call goes through :func:`_git`, which runs git without a shell,
-without prompts, without hooks or an fsmonitor (no program of the repository's runs in the
-harness), in the C locale, with secrets removed from its environment, and turns a failure
-into :class:`WorkspaceError` (or :class:`DiskFull`) carrying git's own message.
+become a *candidate* commit first, built by the harness from the files it reads in the
+worktree (:mod:`overnight.night.candidate`); the verify runs on a clean checkout of exactly
+that commit, written by the harness from the object store; only a verified candidate moves
+the branch (``update-ref``, its old value checked). No git process ever runs in, or reads, a
+directory that sandboxed code wrote: git works on the repository's git directory as a bare
+repository (:mod:`overnight.night.git`), the worktree is read and written by the harness.
 """
 
 from __future__ import annotations
@@ -16,63 +16,26 @@ import contextlib
 import errno
 import os
 import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from overnight.core.candidate import CandidateRules
 from overnight.core.errors import ConfigError, DiskFull, WorkspaceError
-from overnight.process import scrubbed_env
+from overnight.night import git
+from overnight.night.candidate import Candidate, build, export, write_patch
+from overnight.night.git import GIT_TIMEOUT_S, SAFE_GIT_OPTIONS, git_env
 from overnight.store.atomic import open_private, private_dir
 
-#: Longest a single git call may take before it is treated as hung.
-GIT_TIMEOUT_S = 900.0
+__all__ = ["GIT_TIMEOUT_S", "SAFE_GIT_OPTIONS", "git_env"]
 
 #: Identity used for commits when the repository has none configured.
 FALLBACK_NAME = "overnight"
 FALLBACK_EMAIL = "overnight@localhost"
 
-# Variables that would point git at another repository, index or work tree than the one
-# named with -C (they are set, for instance, when the harness is started from a git hook).
-REPOSITORY_VARIABLES = (
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_COMMON_DIR",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-)
-
-# Options on every git call: the harness never runs a program the repository (or code the
-# agent wrote in it) names: no hooks, no fsmonitor, no submodule recursion.
-SAFE_GIT_OPTIONS = (
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.fsmonitor=false",
-    "-c",
-    "submodule.recurse=false",
-    "-c",
-    "protocol.file.allow=never",
-)
-
 # `git worktree add` writes this lock reason first and removes it when the worktree is ready;
-# it is translated, hence LC_ALL=C in every git call.
+# the harness uses the same reason while it writes the worktree's files.
 _INITIALIZING = "initializing"
-
-# Options that make `git diff` produce a patch `git apply` accepts whatever the user's config
-# says about prefixes, colours, relative paths or external diff drivers.
-_PATCH_OPTIONS = (
-    "--binary",
-    "--no-color",
-    "--no-ext-diff",
-    "--no-textconv",
-    "--no-relative",
-    "--src-prefix=a/",
-    "--dst-prefix=b/",
-)
 
 
 def check_repository(path: Path) -> Path:
@@ -101,13 +64,13 @@ def check_repository(path: Path) -> Path:
             "give the user running overnight read and execute permission on it",
         )
     try:
-        top = _git_raw(path, "rev-parse", "--show-toplevel")
+        top = git.raw(["-C", str(path), "rev-parse", "--show-toplevel"], cwd=path)
     except FileNotFoundError as exc:
         raise ConfigError(
             "workspace", "git is not installed or not on PATH", "install git"
         ) from exc
     if top.returncode != 0:
-        message = _text(top.stderr).strip()
+        message = git.text(top.stderr).strip()
         if "not a git repository" in message:
             raise ConfigError(
                 "workspace",
@@ -118,11 +81,11 @@ def check_repository(path: Path) -> Path:
         raise ConfigError(
             "workspace",
             f"git cannot use {path}: {message}",
-            "act on git's message (for 'dubious ownership': "
-            "git config --global --add safe.directory <path>)",
+            "act on git's message (for 'dubious ownership': run overnight as the user who "
+            "owns the repository; the harness's git reads no global config)",
         )
-    root = Path(_text(top.stdout).strip()).resolve()
-    if _git_raw(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").returncode != 0:
+    root = Path(git.text(top.stdout).strip()).resolve()
+    if not _ref_exists(root, "HEAD"):
         raise ConfigError(
             "workspace",
             f"the repository {root} has no commit yet",
@@ -138,21 +101,22 @@ def create_worktree(repo: Path, worktree: Path, branch: str) -> str:
     Safe to call again after a crash: a worktree already registered at ``worktree`` on
     ``branch`` is reused as it is; one whose creation was cut short is removed and made
     again; a branch left without its worktree gets the worktree back. The user's checkout
-    (branch, index, working files) is never modified.
+    (branch, index, working files) is never modified. The files are written by the harness
+    from the object store (``--no-checkout``): no filter or attribute of the repository
+    applies, so the worktree holds the committed bytes, as the candidate will read them.
     """
     repo = Path(repo).absolute()
     # Relative paths would be read relative to `repo` because of `git -C`.
     target = Path(worktree).expanduser().absolute().resolve()
-    _git(repo, "check-ref-format", "--branch", branch)
-    _git(repo, "worktree", "prune")
+    git.in_repo(repo, "check-ref-format", "--branch", branch)
+    git.in_repo(repo, "worktree", "prune")
 
     entry = _registered_worktree(repo, target)
     if entry is not None and entry.locked == _INITIALIZING:
-        # An earlier `git worktree add` was killed half-way: nothing in there is anyone's
-        # work. `git worktree remove` refuses a half-made worktree, so unregister by hand.
-        _git(repo, "worktree", "unlock", str(target))
-        shutil.rmtree(target, ignore_errors=True)
-        _git(repo, "worktree", "prune")
+        # An earlier creation was killed half-way: nothing in there is anyone's work.
+        git.in_repo(repo, "worktree", "unlock", str(target))
+        _remove_tree(target)
+        git.in_repo(repo, "worktree", "prune")
         entry = None
     if entry is not None:
         if entry.branch != f"refs/heads/{branch}":
@@ -168,29 +132,56 @@ def create_worktree(repo: Path, worktree: Path, branch: str) -> str:
             f"{target} exists and is not a worktree of {repo} on {branch}; "
             "move it away or use another run id"
         )
+    adding = ["worktree", "add", "--no-checkout", "--lock", "--reason", _INITIALIZING]
     if _ref_exists(repo, f"refs/heads/{branch}"):
-        _git(repo, "worktree", "add", str(target), branch)
-        return _branch_base(repo, branch)
-    base = _git(repo, "rev-parse", "--verify", "HEAD^{commit}").strip()
-    # The sha, not HEAD: the user may commit while this runs.
-    _git(repo, "worktree", "add", "-b", branch, str(target), base)
+        git.in_repo(repo, *adding, str(target), branch)
+        base = _branch_base(repo, branch)
+    else:
+        base = git.in_repo(repo, "rev-parse", "--verify", "HEAD^{commit}").strip()
+        # The sha, not HEAD: the user may commit while this runs.
+        git.in_repo(repo, *adding, "-b", branch, str(target), base)
+    common = git_common_dir(repo)
+    tip = _rev(common, f"refs/heads/{branch}")
+    export(common, tip, target)
+    sync_index(common, target, tip)
+    git.in_repo(repo, "worktree", "unlock", str(target))
     return base
 
 
-def clear_stale_locks(worktree: Path) -> list[Path]:
-    """Remove the lock files a killed git process leaves in ``worktree``'s git directory
-    (``index.lock``, ``HEAD.lock``) and on its branch ref; return those removed.
+def sync_index(common: Path, worktree: Path, commit: str) -> None:
+    """Point the worktree's own index at ``commit``'s tree (git reads only the objects; the
+    files are not looked at), so that a person's ``git status`` in the worktree shows what
+    differs from the branch. Best effort: the harness itself never uses that index."""
+    admin = _admin_dir(common, worktree)
+    if admin is not None:
+        with contextlib.suppress(WorkspaceError):
+            git.bare(common, "read-tree", commit, index_file=admin / "index")
+
+
+def _admin_dir(common: Path, worktree: Path) -> Path | None:
+    """The git directory git keeps for ``worktree`` (``.git/worktrees/<name>``), found from
+    git's own records, not from anything in the worktree."""
+    target = Path(worktree).absolute().resolve()
+    with contextlib.suppress(OSError):
+        for admin in (common / "worktrees").iterdir():
+            with contextlib.suppress(OSError):
+                pointer = (admin / "gitdir").read_text().strip()
+                if Path(pointer).parent.resolve() == target:
+                    return admin
+    return None
+
+
+def clear_stale_locks(common: Path, worktree: Path, branch: str) -> list[Path]:
+    """Remove the lock files a killed git process leaves (the worktree's ``index.lock`` and
+    ``HEAD.lock``, the branch ref's lock); return those removed.
 
     The caller guarantees no other process is using the worktree: a lock found now is a
     leftover, not a git command in progress.
     """
-    git_dir = Path(_git(worktree, "rev-parse", "--absolute-git-dir").strip())
-    candidates = [git_dir / "index.lock", git_dir / "HEAD.lock"]
-    branch = _git_raw(worktree, "symbolic-ref", "--quiet", "HEAD")
-    if branch.returncode == 0:
-        common = _git(worktree, "rev-parse", "--path-format=absolute", "--git-common-dir")
-        ref = _text(branch.stdout).strip()
-        candidates.append(Path(common.strip()) / f"{ref}.lock")
+    candidates = [common / f"refs/heads/{branch}.lock"]
+    admin = _admin_dir(common, worktree)
+    if admin is not None:
+        candidates[:0] = [admin / "index.lock", admin / "HEAD.lock"]
     removed: list[Path] = []
     for lock in candidates:
         try:
@@ -203,57 +194,25 @@ def clear_stale_locks(worktree: Path) -> list[Path]:
     return removed
 
 
-def commit_all(worktree: Path, message: str) -> str:
-    """Stage everything (respecting .gitignore) and commit it, even when nothing changed;
-    return the new HEAD.
-
-    Hooks and signing are off: an unattended commit cannot answer a pinentry prompt, and a
-    user's hook has no say over the harness's branch. A repository without an identity gets
-    ``overnight <overnight@localhost>``.
-    """
-    _git(worktree, "add", "-A")
-    options = ["-c", "commit.gpgsign=false", *_identity(worktree)]
-    _git(
-        worktree,
-        *options,
-        "commit",
-        "--allow-empty",
-        "--no-verify",
-        "--cleanup=whitespace",  # keep lines starting with '#': markers may
-        "-m",
-        message,
-    )
-    return head(worktree)
+def identity(common: Path) -> dict[str, str]:
+    """The author and committer of the run's commits: the user's configured identity, or
+    ``overnight <overnight@localhost>`` where none is set."""
+    email = _user_config(common, "user.email")
+    name = (_user_config(common, "user.name") if email else "") or FALLBACK_NAME
+    email = email or FALLBACK_EMAIL
+    return {
+        "GIT_AUTHOR_NAME": name,
+        "GIT_AUTHOR_EMAIL": email,
+        "GIT_COMMITTER_NAME": name,
+        "GIT_COMMITTER_EMAIL": email,
+    }
 
 
-def _identity(worktree: Path) -> list[str]:
-    if not _config_value(worktree, "user.email"):
-        return ["-c", f"user.name={FALLBACK_NAME}", "-c", f"user.email={FALLBACK_EMAIL}"]
-    if not _config_value(worktree, "user.name"):
-        return ["-c", f"user.name={FALLBACK_NAME}"]
-    return []
-
-
-def stage_candidate(worktree: Path, message: str) -> str | None:
-    """Stage everything in ``worktree`` (respecting .gitignore) and make it a commit whose
-    parent is HEAD, without moving the branch; return its sha, or None when the staged tree
-    is HEAD's (the task changed nothing that would be committed)."""
-    _git(worktree, "add", "-A")
-    if _git_raw(worktree, "diff", "--cached", "--quiet", "HEAD", "--").returncode == 0:
-        return None
-    tree = _git(worktree, "write-tree").strip()
-    parent = head(worktree)
-    sha = _git(
-        worktree, *_identity(worktree), "commit-tree", tree, "-p", parent, "-m", message
-    ).strip()
-    return sha
-
-
-def land(worktree: Path, sha: str) -> str:
-    """Move the worktree's branch to ``sha`` (a candidate made from its own index by
-    ``stage_candidate``): the index and the files already match it."""
-    _git(worktree, "reset", "--soft", "--quiet", sha)
-    return head(worktree)
+def _user_config(common: Path, key: str) -> str:
+    # Exit status 1 means "not set", which is an answer, not a failure. The user's global
+    # config is read for this one question (their own file, not the worktree's).
+    done = git.raw(git.bare_args(common, "config", "--get", key), cwd=common, env=git.user_env())
+    return git.text(done.stdout).strip() if done.returncode == 0 else ""
 
 
 @dataclass(frozen=True)
@@ -270,10 +229,10 @@ class Change:
         return self.new_mode == "160000" or self.old_mode == "160000"
 
 
-def changes_between(worktree: Path, old: str, new: str) -> list[Change]:
-    """Every path that differs between commits ``old`` and ``new`` (renames as a delete and
-    an add), with its modes."""
-    out = _git_bytes(worktree, "diff-tree", "-r", "-z", "--no-renames", "--raw", old, new, "--")
+def changes_between(repo: Path, old: str, new: str) -> list[Change]:
+    """Every path that differs between commits ``old`` and ``new`` of ``repo`` (a checkout or
+    a git directory; renames as a delete and an add), with its modes."""
+    out = _objects(repo, "diff-tree", "-r", "-z", "--no-renames", "--raw", old, new, "--")
     fields = out.split(b"\0")
     found: list[Change] = []
     i = 0
@@ -289,9 +248,9 @@ def changes_between(worktree: Path, old: str, new: str) -> list[Change]:
     return found
 
 
-def tree_paths(worktree: Path, commit: str) -> tuple[set[str], set[str]]:
+def tree_paths(repo: Path, commit: str) -> tuple[set[str], set[str]]:
     """``(files, directories)`` of ``commit``'s tree, as relative ``/`` paths."""
-    out = _git_bytes(worktree, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
+    out = _objects(repo, "ls-tree", "-r", "-t", "-z", "--full-tree", commit)
     files: set[str] = set()
     dirs: set[str] = set()
     for entry in out.split(b"\0"):
@@ -303,64 +262,46 @@ def tree_paths(worktree: Path, commit: str) -> tuple[set[str], set[str]]:
     return files, dirs
 
 
-def clean_checkout(repo: Path, target: Path, sha: str) -> Path:
-    """A worktree at ``target`` holding exactly commit ``sha``: no untracked or ignored file,
-    nothing an earlier command left there. Made on first use (detached, never on a branch),
-    reset and cleaned after; rebuilt from scratch when it cannot be reset."""
-    target = Path(target).absolute()
-    try:
-        return _reset_checkout(repo, target, sha)
-    except WorkspaceError:
-        _drop_worktree(repo, target)
-        return _reset_checkout(repo, target, sha)
+def _objects(repo: Path, *args: str) -> bytes:
+    """A read of the object database of ``repo`` (the user's checkout, or a git directory),
+    with no work tree."""
+    return git.bare(_git_dir_of(repo), *args)
 
 
-def _reset_checkout(repo: Path, target: Path, sha: str) -> Path:
-    resolved = target.resolve()
-    entry = _registered_worktree(repo, resolved)
-    if entry is not None and entry.locked == _INITIALIZING:
-        _drop_worktree(repo, target)
-        entry = None
-    if entry is None:
-        if target.exists() or target.is_symlink():
-            _remove_tree(target)
-        _git(repo, "worktree", "prune")
-        _git(repo, "worktree", "add", "--detach", "--force", "--quiet", str(target), sha)
-    else:
-        _git(target, "checkout", "--force", "--detach", "--quiet", sha)
-    _git(target, "clean", "-ffdxq")
-    return target
+def _git_dir_of(repo: Path) -> Path:
+    if (repo / "objects").is_dir() and (repo / "HEAD").exists():
+        return repo
+    return git_common_dir(repo)
 
 
 def remove_worktree(target: Path) -> bool:
-    """Remove the worktree at ``target`` and forget it in its repository (its branch stays);
-    False when there was none."""
+    """Remove the run directory at ``target`` (a worktree, or a verify checkout) and forget
+    it in its repository (its branch stays); False when there was none."""
     target = Path(target).absolute()
-    if not (target / ".git").is_file():
+    if not target.exists() and not target.is_symlink():
         return False
-    common = Path(_git(target, "rev-parse", "--git-common-dir").strip())
-    if not common.is_absolute():
-        common = (target / common).resolve()
+    common: Path | None = None
+    pointer = target / ".git"
+    if pointer.is_file() and not pointer.is_symlink():
+        # The worktree's pointer, as git wrote it: ``gitdir: <common>/worktrees/<name>``.
+        text = pointer.read_text(errors="replace").strip()
+        if text.startswith("gitdir: "):
+            admin = Path(text[len("gitdir: ") :])
+            if admin.parent.name == "worktrees" and (admin.parent.parent / "objects").is_dir():
+                common = admin.parent.parent
     _remove_tree(target)
-    _git(common, "worktree", "prune")
+    if common is not None:
+        git.bare(common, "worktree", "prune")
     return True
 
 
-def drop_checkout(repo: Path, target: Path) -> None:
-    """Remove the verify checkout and its registration (best effort: the next run's
-    ``worktree prune`` forgets it anyway)."""
-    with contextlib.suppress(WorkspaceError, OSError):
-        _drop_worktree(repo, Path(target).absolute())
-
-
-def _drop_worktree(repo: Path, target: Path) -> None:
-    _remove_tree(target)
-    _git(repo, "worktree", "prune")
-
-
-def _remove_tree(target: Path) -> None:
-    if target.is_symlink() or not target.is_dir():
-        target.unlink(missing_ok=True)
+def _remove_tree(target: Path, keep: str | None = None) -> None:
+    """Remove ``target`` (or, with ``keep``, everything in it but that top-level name),
+    never following a link out of it."""
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        target.unlink()
+        return
+    if not target.exists():
         return
 
     def retry(func: Callable[[str], object], path: str, _exc: object) -> None:
@@ -371,19 +312,35 @@ def _remove_tree(target: Path) -> None:
         with contextlib.suppress(OSError):
             func(path)
 
-    shutil.rmtree(target, onerror=retry)
+    if keep is None:
+        shutil.rmtree(target, onerror=retry)
+        return
+    with contextlib.suppress(OSError):
+        os.chmod(target, 0o700)
+    with os.scandir(target) as it:
+        entries = list(it)
+    for entry in entries:
+        if entry.name == keep:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, onerror=retry)
+        else:
+            os.unlink(entry.path)
 
 
 def git_common_dir(repo: Path) -> Path:
     """The repository's git directory shared by all its worktrees (``.git`` of a checkout)."""
-    out = _git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
+    out = git.in_repo(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
     return Path(out).resolve()
 
 
 def uncommitted(repo: Path) -> list[str]:
     """The paths of ``repo``'s checkout that differ from its HEAD (changed, staged or
     untracked; not ignored): what a night, which starts from HEAD, will not see."""
-    out = _git_bytes(repo, "status", "--porcelain=v1", "-z", "--untracked-files=normal")
+    out = git.run(
+        ["-C", str(repo), "status", "--porcelain=v1", "-z", "--untracked-files=normal"],
+        cwd=repo,
+    )
     paths: list[str] = []
     entries = out.split(b"\0")
     i = 0
@@ -398,59 +355,28 @@ def uncommitted(repo: Path) -> list[str]:
     return paths
 
 
-def head(worktree: Path) -> str:
-    """The sha of the commit checked out in ``worktree``."""
-    return _git(worktree, "rev-parse", "--verify", "HEAD^{commit}").strip()
+def head(repo: Path) -> str:
+    """The sha of the commit checked out in the user's checkout ``repo``."""
+    return git.in_repo(repo, "rev-parse", "--verify", "HEAD^{commit}").strip()
 
 
-def log_messages(worktree: Path, base: str) -> list[tuple[str, str]]:
-    """``(sha, subject)`` of every commit after ``base`` up to HEAD, oldest first."""
-    out = _git(worktree, "log", "--reverse", "--format=%H %s", f"{base}..HEAD", "--")
-    pairs: list[tuple[str, str]] = []
-    for line in out.splitlines():
-        sha, _, subject = line.partition(" ")
-        pairs.append((sha, subject))
-    return pairs
+def _rev(common: Path, ref: str) -> str:
+    return git.text(git.bare(common, "rev-parse", "--verify", f"{ref}^{{commit}}")).strip()
 
 
-def find_commit(worktree: Path, base: str, marker: str) -> str | None:
-    """The newest commit after ``base`` whose full message contains ``marker``, or None."""
-    out = _git(worktree, "log", "-z", "--format=%H%n%B", f"{base}..HEAD", "--")
-    for record in out.split("\0"):  # newest first
-        sha, _, body = record.partition("\n")
-        if sha and marker in body:
-            return sha
-    return None
-
-
-def has_changes(worktree: Path) -> bool:
-    """Whether ``worktree`` differs from HEAD: tracked edits or untracked files that
-    .gitignore does not exclude."""
-    return bool(_git(worktree, "status", "--porcelain", "--untracked-files=all").strip())
-
-
-def discard_changes(worktree: Path, patch_path: Path) -> bool:
-    """Save every change in ``worktree`` (untracked files included) as a patch against HEAD
-    at ``patch_path``, then reset the worktree to HEAD. Return whether there was anything
-    to save.
-
-    The patch is on disk, synced, before anything is reset: a kill in between loses nothing.
-    Ignored files are neither saved nor removed.
-    """
-    if not has_changes(worktree):
-        return False
-    _git(worktree, "add", "-A")
-    patch = _git_bytes(worktree, "diff", "--cached", *_PATCH_OPTIONS, "HEAD", "--")
-    _write_durably(patch_path, patch)
-    _git(worktree, "reset", "--hard", "--quiet", "HEAD")
-    _git(worktree, "clean", "-fd", "--quiet")
-    return True
-
-
-def diff_stat(worktree: Path, base: str) -> str:
-    """``git diff --stat`` of the commits after ``base`` (uncommitted edits not included)."""
-    out = _git(worktree, "diff", "--stat", "--no-color", "--no-ext-diff", base, "HEAD", "--")
-    return out.rstrip("\n")
+def _write_patch_durably(path: Path, common: Path, old: str, new: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        private_dir(path.parent)
+        with open_private(tmp, "wb") as handle:
+            write_patch(common, old, new, handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            raise DiskFull(f"cannot write {path}: {exc}") from exc
+        raise WorkspaceError(f"cannot write {path}: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -461,7 +387,7 @@ class _WorktreeEntry:
 
 
 def _registered_worktree(repo: Path, target: Path) -> _WorktreeEntry | None:
-    out = _git(repo, "worktree", "list", "--porcelain")
+    out = git.in_repo(repo, "worktree", "list", "--porcelain")
     for block in out.split("\n\n"):
         fields: dict[str, str] = {}
         for line in block.splitlines():
@@ -478,145 +404,147 @@ def _registered_worktree(repo: Path, target: Path) -> _WorktreeEntry | None:
 def _branch_base(repo: Path, branch: str) -> str:
     """The commit ``branch`` was created at: the oldest entry of its reflog, or, without a
     reflog, where it meets the repository's HEAD."""
-    reflog = _git_raw(repo, "reflog", "show", "--format=%H", f"refs/heads/{branch}", "--")
-    entries = _text(reflog.stdout).split()
+    reflog = git.raw(
+        ["-C", str(repo), "reflog", "show", "--format=%H", f"refs/heads/{branch}", "--"], cwd=repo
+    )
+    entries = git.text(reflog.stdout).split()
     if reflog.returncode == 0 and entries:
         return entries[-1]
-    return _git(repo, "merge-base", "HEAD", f"refs/heads/{branch}").strip()
+    return git.in_repo(repo, "merge-base", "HEAD", f"refs/heads/{branch}").strip()
 
 
 def _ref_exists(repo: Path, ref: str) -> bool:
-    return _git_raw(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}").returncode == 0
-
-
-def _config_value(worktree: Path, key: str) -> str:
-    # Exit status 1 means "not set", which is an answer, not a failure.
-    return _text(_git_raw(worktree, "config", "--get", key).stdout).strip()
-
-
-def _write_durably(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        private_dir(path.parent)
-        with open_private(tmp, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        if exc.errno == errno.ENOSPC:
-            raise DiskFull(f"cannot write {path}: {exc}") from exc
-        raise WorkspaceError(f"cannot write {path}: {exc}") from exc
-
-
-def git_env() -> dict[str, str]:
-    """The environment of every git call: secrets scrubbed, no variable pointing git
-    elsewhere, no prompt, no optional lock, the C locale."""
-    env = scrubbed_env()
-    for name in REPOSITORY_VARIABLES:
-        env.pop(name, None)
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GIT_OPTIONAL_LOCKS"] = "0"  # `git status` must not take index.lock behind our back
-    env["LC_ALL"] = "C"
-    return env
-
-
-def _git_raw(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    """Run git in ``cwd``; the caller judges the exit status. FileNotFoundError means no git."""
-    try:
-        return subprocess.run(
-            ["git", *SAFE_GIT_OPTIONS, "-C", str(cwd), *args],
-            capture_output=True,
-            stdin=subprocess.DEVNULL,
-            env=git_env(),
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise WorkspaceError(
-            f"git {' '.join(args)} in {cwd} did not finish in {GIT_TIMEOUT_S:.0f} s"
-        ) from exc
-
-
-def _git_bytes(cwd: Path, *args: str) -> bytes:
-    try:
-        result = _git_raw(cwd, *args)
-    except FileNotFoundError as exc:
-        raise WorkspaceError("git is not installed or not on PATH") from exc
-    if result.returncode != 0:
-        stderr = _text(result.stderr).strip()
-        detail = f"git {' '.join(args)} failed in {cwd} (exit {result.returncode}): {stderr}"
-        if "No space left on device" in stderr or _disk_nearly_full(cwd):
-            raise DiskFull(detail)
-        raise WorkspaceError(detail)
-    return result.stdout
-
-
-def _disk_nearly_full(path: Path) -> bool:
-    """Whether the filesystem of ``path`` has (almost) no room left: git does not always say
-    so (a checkout reports "unable to write file")."""
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    try:
-        st = os.statvfs(probe)
-    except OSError:
-        return False
-    return st.f_bavail * st.f_frsize < 64 * 1024
-
-
-def _git(cwd: Path, *args: str) -> str:
-    return _text(_git_bytes(cwd, *args))
-
-
-def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")
+    done = git.raw(
+        ["-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], cwd=repo
+    )
+    return done.returncode == 0
 
 
 class Worktree:
     """The run's worktree and its clean checkout, as the lap uses them: a task's changes
-    staged as a candidate commit (not on the branch yet), judged on a clean checkout of
-    exactly that commit, then landed or discarded."""
+    made a candidate commit (not on the branch yet), judged on a clean checkout of exactly
+    that commit, then landed or discarded."""
 
-    def __init__(self, path: Path, checkout: Path) -> None:
-        self.path = path
-        self.checkout_path = checkout
+    def __init__(
+        self,
+        path: Path,
+        checkout: Path,
+        repo: Path,
+        branch: str,
+        rules: CandidateRules | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.checkout_path = Path(checkout)
+        self.repo = Path(repo)
+        self.branch = branch
+        self.ref = f"refs/heads/{branch}"
+        self.rules = rules or CandidateRules()
+        self._common: Path | None = None
+
+    @property
+    def common(self) -> Path:
+        if self._common is None:
+            self._common = git_common_dir(self.repo)
+        return self._common
 
     def head(self) -> str:
-        return head(self.path)
+        """The branch's commit."""
+        return _rev(self.common, self.ref)
 
-    def candidate(self, message: str) -> str | None:
-        """The changes as a commit on top of the branch, or None when nothing would be
-        committed."""
-        return stage_candidate(self.path, message)
+    def candidate(self, message: str) -> Candidate:
+        """The changes as a commit on top of the branch (its ``commit`` None when nothing
+        would be committed), with what was left out of it."""
+        return build(
+            self.common, self.path, self.head(), self.rules, message, identity(self.common)
+        )
 
     def changes(self, candidate: str) -> list[Change]:
         """What ``candidate`` changes against the branch."""
-        return changes_between(self.path, self.head(), candidate)
+        return changes_between(self.common, self.head(), candidate)
 
     def clean_checkout(self, commit: str | None) -> Path:
-        """A clean detached checkout of ``commit`` (None: the branch as it stands)."""
-        return clean_checkout(self.path, self.checkout_path, commit or self.head())
+        """A fresh directory holding exactly ``commit`` (None: the branch as it stands),
+        nothing any earlier command left there."""
+        target = self.checkout_path.absolute()
+        self.drop_checkout()
+        target.mkdir(parents=True)
+        export(self.common, commit or self.head(), target)
+        return target
 
     def land(self, candidate: str | None) -> str | None:
-        """Put a verified candidate on the branch; nothing to land lands no commit."""
-        return None if candidate is None else land(self.path, candidate)
+        """Move the branch to a verified candidate (checked to be on top of it); nothing to
+        land lands no commit. The worktree already holds the candidate's files."""
+        if candidate is None:
+            return None
+        old = self.head()
+        parent = git.text(git.bare(self.common, "rev-parse", f"{candidate}^")).strip()
+        if parent != old:
+            raise WorkspaceError(
+                f"candidate {candidate[:12]} was not made on top of {self.branch} "
+                f"({old[:12]}); it is not landed"
+            )
+        git.bare(
+            self.common,
+            "update-ref",
+            "--create-reflog",
+            "-m",
+            "overnight: verified",
+            self.ref,
+            candidate,
+            old,
+        )
+        sync_index(self.common, self.path, candidate)
+        return candidate
 
-    def discard(self, patch: Path) -> bool:
-        """Throw the uncommitted changes away, kept as ``patch``; False when there were none."""
-        return discard_changes(self.path, patch)
+    def discard(self, patch: Path, candidate: str | None) -> bool:
+        """Throw the task's edits away: ``candidate``'s change is saved as ``patch`` (synced
+        before anything is removed), then the worktree is written afresh from the branch.
+        False when there was no change to save."""
+        head = self.head()
+        if candidate is not None:
+            _write_patch_durably(patch, self.common, head, candidate)
+        _remove_tree(self.path, keep=".git")
+        export(self.common, head, self.path)
+        sync_index(self.common, self.path, head)
+        return candidate is not None
 
     def find_commit(self, base: str, marker: str) -> str | None:
-        return find_commit(self.path, base, marker)
+        """The newest commit after ``base`` on the branch whose message holds ``marker``."""
+        out = git.text(
+            git.bare(self.common, "log", "-z", "--format=%H%n%B", f"{base}..{self.ref}", "--")
+        )
+        for record in out.split("\0"):  # newest first
+            sha, _, body = record.partition("\n")
+            if sha and marker in body:
+                return sha
+        return None
+
+    def log_messages(self, base: str) -> list[tuple[str, str]]:
+        """``(sha, subject)`` of every commit after ``base`` on the branch, oldest first."""
+        out = git.text(
+            git.bare(self.common, "log", "--reverse", "--format=%H %s", f"{base}..{self.ref}", "--")
+        )
+        return [(sha, subject) for sha, _, subject in (x.partition(" ") for x in out.splitlines())]
 
     def clear_stale_locks(self) -> list[Path]:
-        return clear_stale_locks(self.path)
+        return clear_stale_locks(self.common, self.path, self.branch)
 
     def tree_paths(self, commit: str) -> tuple[set[str], set[str]]:
-        return tree_paths(self.path, commit)
+        return tree_paths(self.common, commit)
 
     def diff_stat(self, base: str) -> str:
-        return diff_stat(self.path, base)
+        """``--stat`` of the commits after ``base`` on the branch."""
+        out = git.bare(
+            self.common, "diff", "--stat", "--no-color", "--no-ext-diff", base, self.ref, "--"
+        )
+        return git.text(out).rstrip("\n")
 
     def drop_checkout(self) -> None:
-        drop_checkout(self.path, self.checkout_path)
+        """Remove the verify checkout (and, for a run begun by an earlier version, its
+        registration as a worktree)."""
+        target = self.checkout_path.absolute()
+        registered = (target / ".git").is_file()
+        _remove_tree(target)
+        if registered:
+            with contextlib.suppress(WorkspaceError):
+                git.bare(self.common, "worktree", "prune")

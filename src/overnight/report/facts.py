@@ -438,6 +438,16 @@ def _billing_warning(w: ResultWarning) -> BillingWarning:
     return BillingWarning(kind=w.kind, call=call, message=" ".join(w.message.split()))
 
 
+def left_out(excluded: list[str], dropped: list[str]) -> str:
+    """What a candidate left out, in one line: nothing disappears silently."""
+    parts = []
+    if excluded:
+        parts.append("excluded " + ", ".join(excluded))
+    if dropped:
+        parts.append("dropped " + ", ".join(dropped) + " (tracked; the base version stays)")
+    return "; ".join(parts)
+
+
 def _tasks(r: TerminalResult) -> TaskFacts:
     parked = []
     for p in r.plan.parked:
@@ -451,6 +461,7 @@ def _tasks(r: TerminalResult) -> TaskFacts:
                 verifier_output=p.detail if said else "",
                 patch=p.patch or None,
                 protected_changes=list(p.protected_changes),
+                left_out=left_out(p.excluded, p.dropped),
             )
         )
     return TaskFacts(
@@ -464,6 +475,7 @@ def _tasks(r: TerminalResult) -> TaskFacts:
                 via=v.via,
                 via_said=VIA_SAID[v.via],
                 note=command_note(v),
+                left_out=left_out(v.excluded, v.dropped),
             )
             for v in r.verified
         ],

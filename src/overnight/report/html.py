@@ -340,6 +340,7 @@ def _tasks(t: TaskFacts) -> str:
         )
         + f'<td class="num">{v.attempts}</td><td>{e(v.via_said)}'
         + (f"<br><span class='muted'>{e(v.note)}</span>" if v.note else "")
+        + (f"<br><span class='muted'>left out: {e(v.left_out)}</span>" if v.left_out else "")
         + "</td></tr>"
         for v in t.verified
     ]
@@ -355,6 +356,8 @@ def _tasks(t: TaskFacts) -> str:
         if p.protected_changes:
             changed = ", ".join(f"<code>{e(path)}</code>" for path in p.protected_changes)
             detail += f"<br>protected paths it changed (not committed): {changed}"
+        if p.left_out:
+            detail += f"<br><span class='muted'>left out: {e(p.left_out)}</span>"
         patch = f"<code>{e(p.patch)}</code>" if p.patch else "-"
         parked.append(
             f'<tr data-task="{e(p.id)}"><td><code>{e(p.id)}</code></td><td>{e(p.title)}</td>'

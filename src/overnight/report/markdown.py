@@ -126,6 +126,8 @@ def render_markdown_facts(f: ReportFacts) -> str:
             f"- {md_code(v.id)} {md_code(v.title)} - {landed}, {v.attempts} attempt(s), "
             f"{v.via_said}{note}"
         )
+        if v.left_out:
+            out.append(f"  - generated files left out of the candidate: {v.left_out}")
     if not t.verified:
         out.append("- none")
     out.append("")
@@ -137,6 +139,8 @@ def render_markdown_facts(f: ReportFacts) -> str:
         if p.protected_changes:
             changed = ", ".join(md_code(path) for path in p.protected_changes)
             out.append(f"  - protected paths it changed (not committed): {changed}")
+        if p.left_out:
+            out.append(f"  - generated files left out of the candidate: {p.left_out}")
         if p.verifier_said:
             who = "the protection check" if p.protected_changes else "verifier"
             out.append(f"  - {who} said: {md_code(p.verifier_said)}")

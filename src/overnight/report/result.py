@@ -101,6 +101,12 @@ class ParkedEntry(_Model):
     """For a task held for effects of unknown outcome: their run-step keys. It lands only
     after a person resolves each (``overnight review resolve effect:KEY``) and a resume runs
     it again."""
+    excluded: list[str] = Field(default_factory=list)
+    """Untracked generated paths its candidate left out (built-in excludes and ``[run]
+    exclude``; a directory ends with ``/``)."""
+    dropped: list[str] = Field(default_factory=list)
+    """Tracked generated files whose change its candidate dropped (the branch keeps the base
+    version)."""
 
 
 class PrunedEntry(_Model):
@@ -136,6 +142,12 @@ class VerifiedTask(_Model):
     touches_runner: list[str] = Field(default_factory=list)
     """Files of its commit that reach into the test runner or the process's end (``pytest``,
     ``atexit``, ``os._exit``, ...): code a person should read before trusting the verdict."""
+    excluded: list[str] = Field(default_factory=list)
+    """Untracked generated paths its candidate left out (built-in excludes and ``[run]
+    exclude``; a directory ends with ``/``)."""
+    dropped: list[str] = Field(default_factory=list)
+    """Tracked generated files whose change its candidate dropped (the branch keeps the base
+    version)."""
 
 
 class DriftPoint(_Model):

@@ -184,6 +184,9 @@ class VerifiedRow:
     """How it was verified, in words: right after it ran, or by a resumed run."""
     note: str
     """What its own command did when it did not simply exit 0; empty otherwise."""
+    left_out: str = ""
+    """Generated files its candidate left out (excluded, or tracked and dropped); empty when
+    none."""
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,8 @@ class ParkedRow:
     """The whole output kept in the result; empty when ``verifier_said`` is."""
     patch: str | None
     protected_changes: list[str]
+    left_out: str = ""
+    """As for a verified task."""
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,8 @@ def sandbox_env(spec: SandboxSpec, source: Mapping[str, str] | None = None) -> d
     and TERM when the harness has them, and the spec's ``env`` names."""
     src = os.environ if source is None else source
     env = {"PATH": src.get("PATH", os.defpath), "HOME": SANDBOX_HOME, "TMPDIR": SANDBOX_TMP}
+    if not spec.bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
     for name, value in src.items():
         if name in PASSED_VARIABLES or name.startswith(PASSED_PREFIXES) or name in spec.env:
             env[name] = value
