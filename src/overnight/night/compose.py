@@ -43,6 +43,11 @@ from overnight.telemetry.setup import content_tap
 from overnight.tools.toolbox import Toolbox
 
 
+def open_effects(spec: Spec, run_dir: Path) -> EffectStore:
+    """The run's effects ledger where the spec puts it (its own file by default)."""
+    return SqliteEffectStore(spec.effects_path(run_dir))
+
+
 def load_executor(target: str) -> TaskExecutor:
     """The user's executor named ``module:attr`` (an object, or a class to construct)."""
     obj = resolve_target(target, "executor.target")
@@ -167,7 +172,7 @@ def compose(
         trace=trace,
         gateway=gateway,
         executor=executor,
-        effects=shared.effects or SqliteEffectStore(spec.effects_path(run_dir.path)),
+        effects=shared.effects or open_effects(spec, run_dir.path),
         sandbox=policy,
         worktree=Worktree(
             run_dir.worktree,

@@ -21,10 +21,9 @@ from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.effects.ledger import UNSETTLED
-from overnight.effects.store import SqliteEffectStore
 from overnight.estimate.history import record_run_workload
 from overnight.night import worktree as ws
-from overnight.night.compose import NightParts, Shared, compose
+from overnight.night.compose import NightParts, Shared, compose, open_effects
 from overnight.night.night import Night
 from overnight.night.preflight import check_sandbox, sealed_places
 from overnight.night.signals import Signals
@@ -376,7 +375,7 @@ def _reviewed(spec: Spec, rd: RunDir, state: RunState, shared: Shared | None) ->
     if not held:
         return []
     ledger = shared.effects if shared is not None and shared.effects is not None else None
-    store = ledger or SqliteEffectStore(spec.effects_path(rd.path))
+    store = ledger or open_effects(spec, rd.path)
     try:
         rows = {key: store.get(key) for p in held for key in p.held_for}
     finally:
