@@ -63,6 +63,9 @@ def test_a_schedule_submits_its_night_on_its_cron_and_skips_an_overlap(tmp_path:
         assert {report[r["night_id"]]["schedule"] for r in done} == {name}
         text = f.cli("fleet", "report", "--database", f.database, "--since", "all").stdout
         assert f"schedule {name}" in text
+        status = f.cli("fleet", "status", "--database", f.database).stdout
+        for r in done:  # the nights of the last day, each with its ending and its schedule
+            assert f"{r['night_id']}  GOAL_MET" in status and f"schedule {name}" in status
 
 
 def test_a_failed_night_is_retried_as_a_new_night_linked_to_it(tmp_path: Path) -> None:

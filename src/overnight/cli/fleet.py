@@ -264,6 +264,7 @@ def _report(args: argparse.Namespace, *, status: bool) -> int:
     try:
         migrate(pool)
         report = build_report(pool, None if status else since)
+        today = build_report(pool, since) if status else report
     finally:
         pool.close()
     if args.json:
@@ -282,6 +283,10 @@ def _report(args: argparse.Namespace, *, status: bool) -> int:
             text += "".join(
                 f"\n  {n.night_id}  refused: {' '.join((n.refusal or '').split())}{links(n)}"
                 for n in refused
+            )
+            ended = [n for n in today.lines if n.state == "finished"]
+            text += "".join(
+                f"\n  {n.night_id}  {n.stop_reason}  {n.run_dir}{links(n)}" for n in ended
             )
     out = getattr(args, "out", None)
     if out is not None:
