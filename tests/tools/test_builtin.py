@@ -3,6 +3,7 @@ to do (with nothing outside the worktree read or touched)."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -178,6 +179,41 @@ def test_list_files_in_a_git_repo_skips_git_and_ignored(tmp_path: Path) -> None:
         "new.py",
         "src/pkg/data.json",
         "src/pkg/mod.py",
+    ]
+
+
+def test_list_files_starts_no_git_and_honours_nested_ignore_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The listing is the harness's own walk: a program named git first on PATH (standing
+    for any program the worktree could steer) never runs, and the worktree's .gitignore
+    files, at every depth and with negations, still decide what is listed."""
+    repo = make_repo(
+        tmp_path / "repo",
+        {".gitignore": "*.log\n", "pkg/.gitignore": "gen/\n!keep.log\n", "pkg/a.py": "x\n"},
+    )
+    (repo / "pkg" / "gen").mkdir()
+    (repo / "pkg" / "gen" / "out.py").write_text("generated\n")
+    (repo / "pkg" / "keep.log").write_text("kept\n")
+    (repo / "pkg" / "noise.log").write_text("ignored\n")
+    (repo / "nested" / ".git").mkdir(parents=True)
+    (repo / "nested" / ".git" / "config").write_text("[core]\n\tfsmonitor = touch ../../ran\n")
+    (repo / "nested" / "inner.py").write_text("y\n")
+    spy = tmp_path / "bin"
+    spy.mkdir()
+    marker = tmp_path / "git-ran"
+    (spy / "git").write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+    (spy / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{spy}:{os.environ['PATH']}")
+    ctx = ToolContext(root=repo, artifacts=tmp_path / "artifacts", call_id="c")
+    listed = ListFilesTool().run({}, ctx).content.splitlines()
+    assert not marker.exists(), "list_files started git over the worktree"
+    assert listed == [
+        ".gitignore",
+        "nested/inner.py",
+        "pkg/.gitignore",
+        "pkg/a.py",
+        "pkg/keep.log",
     ]
 
 

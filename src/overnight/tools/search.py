@@ -1,9 +1,9 @@
 """The search tools: list the worktree's files (``list_files``) and search their text
 (``search_text``).
 
-The worktree's files are what git lists (tracked files and untracked ones that are not
-ignored), or a plain walk outside a repository; ``.git`` is never listed. Outputs are bounded
-(the constants below) so that one call cannot flood the model's context.
+The worktree's files are what the harness's own walk finds that the worktree's
+``.gitignore`` files do not ignore (no git reads the tree); ``.git`` is never listed. Outputs
+are bounded (the constants below) so that one call cannot flood the model's context.
 
 The patterns are the model's, so none is evaluated by a backtracking engine in the harness
 process: globs go to ``overnight.core.globs`` (an automaton, linear in the path), and the
@@ -19,17 +19,17 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import subprocess
-import tempfile
+import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from overnight import process
 from overnight.core import globs
 from overnight.core.errors import RunError
+from overnight.core.ignore import MAX_IGNORE_FILE_BYTES, IgnoreStack, PatternTooLarge, parse_rules
 from overnight.seams import ToolContext, ToolError, ToolOutcome
 from overnight.tools.args import optional_str_arg, str_arg
 from overnight.tools.command import artifact_name
@@ -56,11 +56,6 @@ RIPGREP = "rg"
 _CHECK_EVERY = 256
 #: list_files / search_text: most file names of the worktree the harness holds at once.
 LISTING_MAX_FILES = 200_000
-#: How long ``git ls-files`` may take before list_files walks the tree instead.
-GIT_LISTING_TIMEOUT_S = 30.0
-
-#: Variables that would point git somewhere else than the worktree.
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR")
 
 
 def _existing_dir(path: Path, shown: str) -> None:
@@ -81,89 +76,64 @@ def workspace_listing(root: Path) -> tuple[list[str], bool]:
     stopped at LISTING_MAX_FILES (the model can make millions of files; the harness holds a
     bounded number of names).
 
-    Uses ``git ls-files`` (tracked files plus untracked ones that are not ignored) when the
-    root is in a git repository, and a plain walk otherwise. Nothing under ``.git`` is ever
-    listed; directories are not listed (symbolic links to directories are).
+    The harness walks the tree itself (never following a link) and leaves out what the
+    worktree's ``.gitignore`` files ignore, read by its own linear-time matcher
+    (:mod:`overnight.core.ignore`): no git, and no other program, reads the files the model
+    wrote. Nothing named ``.git`` is listed or entered; directories are not listed (symbolic
+    links to directories are).
     """
     top = real_root(root)
-    listed = _git_listing(top)
-    if listed is None:
-        listed = _walk_listing(top)
-    unique = set(listed)
+    found: list[str] = []
+    stack: list[tuple[str, IgnoreStack]] = [("", IgnoreStack())]
+    while stack and len(found) < LISTING_MAX_FILES:
+        rel, ignores = stack.pop()
+        below: list[tuple[str, IgnoreStack]] = []
+        path = top / rel if rel else top
+        try:
+            with os.scandir(path) as it:
+                names = sorted(e.name for e in it)
+        except OSError:
+            continue
+        ignores = _with_ignore_file(path, rel, ignores)
+        for name in names:
+            if is_git_name(name):
+                continue
+            child = f"{rel}/{name}" if rel else name
+            try:
+                st = os.lstat(path / name)
+            except OSError:
+                continue
+            is_dir = stat.S_ISDIR(st.st_mode)
+            if ignores.ignored(child, is_dir):
+                continue
+            if is_dir:
+                below.append((child, ignores))
+                continue
+            found.append(child)
+            if len(found) >= LISTING_MAX_FILES:
+                break
+        stack.extend(reversed(below))
+    unique = set(found)
     return sorted(unique), len(unique) >= LISTING_MAX_FILES
 
 
-def _git_listing(top: Path) -> list[str] | None:
-    env = process.scrubbed_env()
-    for name in _GIT_LOCATION_VARS:
-        env.pop(name, None)
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    command = [
-        "git",
-        "-c",
-        "core.fsmonitor=false",
-        "ls-files",
-        "--cached",
-        "--others",
-        "--exclude-standard",
-        "-z",
-    ]
-    with tempfile.TemporaryFile(prefix="overnight-ls-") as out:
-        try:
-            done = subprocess.run(
-                command,
-                cwd=top,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.DEVNULL,
-                timeout=GIT_LISTING_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        if done.returncode != 0:
-            return None
-        out.seek(0)
-        found: list[str] = []
-        for raw in _nul_records(out):
-            rel = os.fsdecode(raw)
-            if not rel or rel.endswith("/") or any(is_git_name(p) for p in rel.split("/")):
-                continue
-            full = top / rel
-            # --cached also lists files deleted from the worktree, and submodule directories.
-            if not os.path.lexists(full) or (full.is_dir() and not full.is_symlink()):
-                continue
-            found.append(rel)
-            if len(found) >= LISTING_MAX_FILES:
-                break
-        return found
-
-
-def _nul_records(handle: IO[bytes]) -> Iterator[bytes]:
-    """The NUL-terminated records of ``handle``, read a chunk at a time."""
-    rest = b""
-    while chunk := handle.read(1 << 20):
-        records = (rest + chunk).split(b"\0")
-        rest = records.pop()
-        yield from records
-    if rest:
-        yield rest
-
-
-def _walk_listing(top: Path) -> list[str]:
-    found: list[str] = []
-    for current, dirnames, filenames in os.walk(top, followlinks=False):
-        base = Path(current)
-        dirnames[:] = [d for d in dirnames if not is_git_name(d)]
-        linked_dirs = [d for d in dirnames if (base / d).is_symlink()]
-        for name in [*filenames, *linked_dirs]:
-            if is_git_name(name):
-                continue
-            found.append((base / name).relative_to(top).as_posix())
-            if len(found) >= LISTING_MAX_FILES:
-                return found
-    return found
+def _with_ignore_file(path: Path, rel: str, ignores: IgnoreStack) -> IgnoreStack:
+    """``ignores`` with the directory's own ``.gitignore`` on top (not one that is a link or
+    too large to be an ignore file, as the candidate reads them)."""
+    try:
+        fd = os.open(path / ".gitignore", os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return ignores
+    try:
+        if os.fstat(fd).st_size > MAX_IGNORE_FILE_BYTES:
+            return ignores
+        data = os.read(fd, MAX_IGNORE_FILE_BYTES)
+    finally:
+        os.close(fd)
+    try:
+        return ignores.push(parse_rules(data.decode("utf-8", "surrogateescape").splitlines(), rel))
+    except PatternTooLarge:
+        return ignores
 
 
 def _files_under(ctx: ToolContext, base: Path) -> tuple[list[str], bool]:
