@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 
 from overnight.process import CommandResult, run_command
-from overnight.sandbox import Sandbox, SandboxSpec, SandboxUnavailable, build_sandbox, probe
+from overnight.sandbox import (
+    Sandbox,
+    SandboxSpec,
+    SandboxUnavailable,
+    build_sandbox,
+    probe,
+    sandbox_env,
+)
 from tests.helpers.sandbox import bwrap
 
 pytestmark = pytest.mark.usefixtures("bwrap")
@@ -170,11 +177,13 @@ def test_the_environment_is_an_allowlist(places: Places, monkeypatch: pytest.Mon
         "TERM",
         "LC_TIME",
         "BILLING_URL",
+        "PYTHONDONTWRITEBYTECODE",
         "PWD",
         "SHLVL",
         "_",
     }
     assert "BILLING_URL" in names and "LC_TIME" in names
+    assert "PYTHONDONTWRITEBYTECODE" in names  # no bytecode left for a candidate to carry
     assert CANARY_KEY not in result.output and "canary-value-31" not in result.output
     home = run(sb, places, 'echo "$HOME"; touch "$HOME/x" && echo writable').output.split()
     assert home[0] != str(places.home) and home[0] != str(Path.home())
@@ -337,3 +346,9 @@ def test_layout_refuses_a_path_entry_that_contains_the_run(tmp_path: Path) -> No
         readable=[home],
     )
     assert layout.readable == ()
+
+
+def test_sandboxed_python_writes_no_bytecode_unless_the_spec_allows_it() -> None:
+    assert sandbox_env(SandboxSpec(), {"PATH": "/bin"})["PYTHONDONTWRITEBYTECODE"] == "1"
+    allowed = sandbox_env(SandboxSpec(bytecode=True), {"PATH": "/bin"})
+    assert "PYTHONDONTWRITEBYTECODE" not in allowed
