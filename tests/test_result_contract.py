@@ -48,8 +48,8 @@ def test_api_keys_never_reach_commands_trace_or_result(
     ]
     spec = make_spec(repo, tasks=tasks, predicate="false")
     leaky = ScriptedModel(summarize=f"The key is {SECRET}, do not print it.")
-    rd, _r = run_night(spec, tmp_path / "run", model=leaky)
-    env_seen = (rd.worktree / "seen-env.txt").read_text()
+    rd, r = run_night(spec, tmp_path / "run", model=leaky)
+    env_seen = git(repo, "show", f"{r.branch.name}:seen-env.txt")
     assert "ANTHROPIC_API_KEY" not in env_seen and "OPENAI_API_KEY" not in env_seen
     assert "PATH=" in env_seen
     for name in ("trace.jsonl", "result.json", "spend.jsonl", "checkpoint.json"):

@@ -106,7 +106,8 @@ def test_escapes_through_the_agent_are_refused_and_leak_nothing(
     assert outside.read_text() == f"{SECRET}\n"
     assert sorted(p.name for p in (tmp_path / "outdir").iterdir()) == ["outside.txt"]
     assert not (hooks / "post-commit").exists()
-    assert (rd.worktree / ".git").read_text().startswith("gitdir: ")
+    # the night cannot be resumed, so its worktree was removed (the branch stays)
+    assert not rd.worktree.exists() and '"worktree_removed"' in rd.trace.read_text()
     assert git(repo, "status", "--porcelain") == ""
     assert result.stop_reason == "QUEUE_EMPTY_GOAL_UNMET"
     assert [v.id for v in result.verified] == ["escape"]

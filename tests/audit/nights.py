@@ -88,6 +88,9 @@ def work_night(base: Path) -> Path:
     model = ScriptedModel(execute=text_answer("done", usage_dict(input=400, output=500)))
     rd, result = run_night(spec, base / "run", model=model, executor=FileWriter())
     assert result.stop_reason == "GOAL_MET", result.model_dump_json(indent=1)[-3000:]
+    # A night that cannot be resumed removes its worktree; the forgers here work in one.
+    assert not rd.worktree.exists()
+    git(repo, "worktree", "add", "-q", str(rd.worktree), result.branch.name)
     return rd.path
 
 

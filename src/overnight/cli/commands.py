@@ -156,12 +156,26 @@ def _parser() -> argparse.ArgumentParser:
 
     clean = sub.add_parser(
         "clean",
-        help="remove a finished run's worktrees (its branch, result and report stay)",
+        help="remove the worktrees of runs that ended (their branches, results and reports stay)",
     )
-    clean.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
     clean.add_argument(
-        "--force", action="store_true", help="also for a run that could still be resumed"
+        "run_dir", nargs="?", type=_run, metavar="RUN", help=RUN_HELP + " (default: every run)"
     )
+    clean.add_argument(
+        "--runs",
+        type=_run,
+        metavar="DIR",
+        help="a folder of run directories (default: every run in the index and under "
+        "$OVERNIGHT_HOME/runs)",
+    )
+    clean.add_argument(
+        "--all",
+        "--force",
+        dest="all",
+        action="store_true",
+        help="also runs that could still be resumed (a resume then has no worktree)",
+    )
+    clean.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
 
     demo = sub.add_parser("demo", help="a complete night on a bundled example, no API key")
     demo.add_argument("--dir", type=Path, help="where to put the example (default: a temp dir)")
@@ -265,10 +279,29 @@ def _warn_uncommitted(spec: Any) -> None:
     )
 
 
+def _warn_running(spec: Any) -> None:
+    """Two nights may share a workspace, each on its own branch; say so when one is running,
+    so that a second start is a choice and not a surprise."""
+    from overnight.store.index import running_on
+
+    for run, pid in running_on(spec.workspace_path()):
+        held = f" (pid {pid})" if pid else ""
+        print(
+            printable(
+                f"overnight: note: night {run.run_id}{held} is already running on "
+                f"{spec.workspace_path()} ({run.path}); this night runs beside it, on its own "
+                "branch and worktree. `overnight status "
+                f"{run.run_id}` shows where it stands."
+            ),
+            file=sys.stderr,
+        )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     check_spec(spec)
     _warn_uncommitted(spec)
+    _warn_running(spec)
     with Progress(args.quiet) as progress:
         result = api.run(spec, run_dir=args.run_dir, on_event=progress)
     return finish_output(result, args.json)
@@ -505,27 +538,57 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_clean(args: argparse.Namespace) -> int:
+    from overnight.effects.review import run_dirs
     from overnight.night import worktree as ws
     from overnight.store.rundir import RunDir, is_locked
 
-    rd = RunDir(args.run_dir)
-    if is_locked(rd):
-        raise ConfigError("RUN", f"{rd.path} is running", "stop it (SIGTERM) before cleaning it")
-    result: dict[str, Any] = {}
-    if rd.result.exists():
-        result = json.loads(rd.result.read_text(encoding="utf-8"))
-    if (not result or result.get("resumable")) and not args.force:
-        state = "has no result yet" if not result else f"ended {result.get('stop_reason')}"
-        raise ConfigError(
-            "RUN",
-            f"{rd.path} {state} and could be resumed; cleaning removes its worktree",
-            "resume it first, or pass --force",
-        )
-    removed = [str(p) for p in (rd.worktree, rd.checkout) if ws.remove_worktree(p)]
-    branch = result.get("branch", {}).get("name") if result else None
-    print(f"removed: {', '.join(removed) or 'nothing (already clean)'}")
-    if branch:
-        print(f"kept:    branch {branch}, {rd.result}")
+    one = args.run_dir is not None
+    runs = [RunDir(args.run_dir)] if one else run_dirs(args.runs)
+    if one and not runs[0].is_run():
+        raise ConfigError("RUN", f"{runs[0].path} is not an overnight run directory")
+    removed = 0
+    for rd in runs:
+        trees = [p for p in (rd.worktree, rd.checkout) if p.exists()]
+        if is_locked(rd):
+            if one:
+                raise ConfigError(
+                    "RUN", f"{rd.path} is running", "stop it (SIGTERM) before cleaning it"
+                )
+            if trees:
+                print(printable(f"kept:    {rd.path} (running)"))
+            continue
+        result: dict[str, Any] = {}
+        if rd.result.exists():
+            try:
+                result = json.loads(rd.result.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                result = {}
+        ended = f"ended {result.get('stop_reason')}" if result else "has no result yet"
+        if not trees:
+            if one:
+                print("removed: nothing (already clean)")
+            continue
+        if (not result or result.get("resumable")) and not args.all:
+            if one:
+                raise ConfigError(
+                    "RUN",
+                    f"{rd.path} {ended} and could be resumed; cleaning removes its worktree",
+                    "resume it first, or pass --all",
+                )
+            print(printable(f"kept:    {rd.path} ({ended}, resumable; --all removes it too)"))
+            continue
+        shown = ", ".join(str(p) for p in trees)
+        if args.dry_run:
+            print(printable(f"would remove: {shown} ({ended})"))
+            continue
+        gone = [str(p) for p in trees if ws.remove_worktree(p) or not p.exists()]
+        removed += len(gone)
+        print(printable(f"removed: {', '.join(gone) or 'nothing'} ({ended})"))
+        branch = (result.get("branch") or {}).get("name") if result else None
+        if branch:
+            print(printable(f"kept:    branch {branch}, {rd.result}"))
+    if not one and not args.dry_run:
+        print(f"{removed} worktree(s) removed; branches, results and reports are kept")
     return 0
 
 

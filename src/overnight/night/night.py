@@ -49,6 +49,7 @@ from overnight.night.finish import (
 from overnight.night.planner import Planner, verify_prefixes
 from overnight.night.signals import Signals
 from overnight.night.testrun import Reporter, check_env, confined, pytest_evidence, runner_touches
+from overnight.night.worktree import remove_worktree
 from overnight.process import (
     CommandResult,
     Confinement,
@@ -960,12 +961,27 @@ class Night:
         result = write_result(self.run_dir, result, self.spec.alerts, self.trace)
         if self.persist:
             self.worktree.drop_checkout()
+            if not result.resumable:
+                self.remove_worktree()
             self.state.close(stop.reason)
             try:
                 self.checkpoint()
             except Exception as exc:  # the result is already on disk; say so in the trace
                 self.trace.event("decision", decision="final_checkpoint_failed", error=repr(exc))
         return result
+
+    def remove_worktree(self) -> None:
+        """A night that cannot be resumed needs its worktree no more: remove it from the
+        user's repository (the branch stays). Best effort: ``overnight clean`` does it later."""
+        try:
+            removed = remove_worktree(self.run_dir.worktree)
+        except Exception as exc:
+            self.trace.event("decision", decision="worktree_kept", error=repr(exc))
+            return
+        if removed:
+            self.trace.event(
+                "decision", decision="worktree_removed", path=str(self.run_dir.worktree)
+            )
 
     # -- persistence -----------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from overnight.core.errors import ConfigError
 from overnight.store.journal import Journal, read_intact_records
-from overnight.store.rundir import RunDir, overnight_home
+from overnight.store.rundir import RunDir, holder_pid, is_locked, overnight_home
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,23 @@ def indexed_runs() -> list[IndexedRun]:
         runs.pop(run.run_id, None)
         runs[run.run_id] = run
     return list(runs.values())
+
+
+def running_on(workspace: Path) -> list[tuple[IndexedRun, int | None]]:
+    """The indexed runs on ``workspace`` that a live process is driving now (its lock is
+    held), each with that process's pid when it is known."""
+    same = str(workspace.resolve())
+    found: list[tuple[IndexedRun, int | None]] = []
+    for run in indexed_runs():
+        try:
+            if str(Path(run.workspace).resolve()) != same:
+                continue
+            rd = RunDir(run.path)
+            if rd.is_run() and is_locked(rd):
+                found.append((run, holder_pid(rd)))
+        except OSError:
+            continue
+    return found
 
 
 def resolve_run(given: str | Path) -> Path:
