@@ -97,3 +97,11 @@ def test_a_night_without_a_model_shows_no_money_gauge(
         assert "a night without a model spends no money" in text, where
     assert "| money |" not in md and "Money lines" not in md
     assert 'data-budget="cost_usd"' not in page and "$0.00" not in page
+
+
+def test_the_report_says_whether_the_worktree_is_still_there(full_run: Path) -> None:
+    ended = load(full_run).model_copy(update={"resumable": False})
+    md = render_markdown(ended)
+    assert "removed when the night ended, as it cannot be resumed; the branch stays" in md
+    resumable = render_html(ended.model_copy(update={"resumable": True}))
+    assert "kept for a resume" in resumable

@@ -508,6 +508,9 @@ def _work(r: TerminalResult) -> WorkFacts:
         base_commit=b.base_commit[:12],
         head=b.head[:12] if b.head else None,
         worktree=b.worktree,
+        worktree_kept="kept for a resume"
+        if r.resumable
+        else "removed when the night ended, as it cannot be resumed; the branch stays",
         diff_stat=b.diff_stat.rstrip() if b.diff_stat.strip() else "",
         sandbox=sandbox_line(r),
     )

@@ -445,7 +445,7 @@ def _work(w: WorkFacts) -> str:
     return (
         '<section id="work"><h2>Work</h2>'
         f"<p>Branch <code>{e(w.branch)}</code> from <code>{e(w.base_commit)}</code>, "
-        f"head {head}, worktree <code>{e(w.worktree)}</code>.</p>"
+        f"head {head}, worktree <code>{e(w.worktree)}</code> ({e(w.worktree_kept)}).</p>"
         f'<p class="sandbox">{e(w.sandbox)}</p>'
         f"<h3>Diff stat</h3>{stat}</section>"
     )

@@ -192,7 +192,8 @@ def render_markdown_facts(f: ReportFacts) -> str:
     out.append("## Work")
     out.append("")
     out.append(
-        f"Branch {md_code(w.branch)} from {md_code(w.base_commit)}, worktree {md_code(w.worktree)}."
+        f"Branch {md_code(w.branch)} from {md_code(w.base_commit)}, "
+        f"worktree {md_code(w.worktree)} ({w.worktree_kept})."
     )
     if w.diff_stat:
         out.append("")

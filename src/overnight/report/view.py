@@ -260,6 +260,9 @@ class WorkFacts:
     base_commit: str
     head: str | None = field(metadata=PAGE_ONLY)
     worktree: str
+    worktree_kept: str
+    """Whether the worktree is still there: kept for a resume, or removed when a night that
+    cannot be resumed ended (its branch stays)."""
     diff_stat: str
     """Empty when the branch changed nothing."""
     sandbox: str
