@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from overnight.core.candidate import rules_for
+from overnight.core.errors import DiskFull
 from overnight.night.worktree import Worktree, create_worktree
 
 BRANCH = "overnight/run-1"
@@ -159,3 +160,26 @@ def test_the_worktrees_attributes_and_config_are_never_read(
     assert (where / "calc.py").read_bytes() == b"raw\nbytes\n"
     wt.discard(tmp_path / "p.patch", None)
     assert not fired.exists()
+
+
+def test_a_full_disk_while_writing_the_checkout_is_disk_full(
+    repo: Path, tmp_path: Path, wt: Worktree
+) -> None:
+    (wt.path / "big.bin").write_bytes(b"\0" * (900 << 10))
+    made = wt.candidate("t").commit
+    assert made is not None
+    small = tmp_path / "small"
+    small.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(small)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        full = Worktree(wt.path, small / "co", repo, BRANCH, wt.rules)
+        with pytest.raises(DiskFull):
+            full.clean_checkout(made)
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)

@@ -16,6 +16,7 @@ The other direction is the same: :func:`export` writes a commit's files into a d
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -35,7 +36,7 @@ from overnight.core.candidate import (
     too_large,
     unreadable_rules,
 )
-from overnight.core.errors import WorkspaceError
+from overnight.core.errors import DiskFull, WorkspaceError
 from overnight.core.ignore import (
     MAX_IGNORE_FILE_BYTES,
     IgnoreStack,
@@ -436,7 +437,19 @@ def _too_many() -> Refusal:
 def export(git_dir: Path, commit: str, target: Path) -> None:
     """Write every file of ``commit`` into ``target`` (which holds nothing but, at most, a
     top-level ``.git`` file), streamed from the object store; a gitlink becomes an empty
-    directory. Nothing of the repository's attributes or filters applies."""
+    directory. Nothing of the repository's attributes or filters applies. A full disk is
+    :class:`DiskFull` (the night can be resumed once there is room), any other failure to
+    write :class:`WorkspaceError`."""
+    try:
+        _export(git_dir, commit, target)
+    except OSError as exc:
+        detail = f"cannot write {commit[:12]} into {target}: {exc}"
+        if exc.errno == errno.ENOSPC or git.disk_nearly_full(target):
+            raise DiskFull(detail) from exc
+        raise WorkspaceError(detail) from exc
+
+
+def _export(git_dir: Path, commit: str, target: Path) -> None:
     entries = read_tree(git_dir, commit)
     root = os.fsencode(target)
     with _Cat(git_dir) as cat:
