@@ -77,3 +77,36 @@ def test_uncommitted_work_in_the_workspace_is_pointed_out(tmp_path: Path) -> Non
     clean.mkdir()
     again = run(clean, tasks=[command_task("c1", "true", "true")], predicate="true")
     assert "uncommitted" not in again.stderr
+
+
+def test_a_progress_line_names_a_parked_tasks_reason_not_its_outcome_code() -> None:
+    from overnight.cli.output import progress_line
+    from overnight.night.events import event_of
+
+    reason = "`toolz/__pycache__/x.pyc` is bytecode: Python may run it instead of the source."
+    finished = event_of(
+        {
+            "kind": "decision",
+            "decision": "task_finished",
+            "t": 61.0,
+            "task": "t_1",
+            "outcome": "not_done",
+            "parked": reason,
+            "detail": "toolz/__pycache__/x.pyc (created)",
+        }
+    )
+    line = progress_line(finished)
+    assert line == f"[00:01:01] task t_1 parked: {reason} (toolz/__pycache__/x.pyc (created))"
+    resumed = event_of(
+        {
+            "kind": "decision",
+            "decision": "resume_verified",
+            "t": 1.0,
+            "task": "t_2",
+            "outcome": "partial",
+            "parked": "verify reports a partially applied state",
+        }
+    )
+    assert progress_line(resumed) == (
+        "[00:00:01] resumed: in-flight task t_2 parked: verify reports a partially applied state"
+    )

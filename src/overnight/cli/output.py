@@ -48,6 +48,9 @@ def progress_line(e: Event) -> str | None:
     if kind == "decision" and decision == "call_refused":
         return f"{stamp} refused a {f('purpose')} call: {f('detail')}"
     if kind == "decision" and decision == "resume_verified":
+        if f("parked"):
+            said = f" ({f('detail')})" if f("detail") else ""
+            return f"{stamp} resumed: in-flight task {f('task')} parked: {f('parked')}{said}"
         return f"{stamp} resumed: in-flight task {f('task')} verified {f('outcome')}"
     if kind == "decision" and decision == "stop":
         return f"{stamp} stop: {f('reason')}"

@@ -889,6 +889,7 @@ class Night:
                 commit = self.worktree.find_commit(base, task_marker(flight.task.id))
         else:
             patch = self.discard(flight.task, flight.attempt, candidate)
+        parked_before = len(self.state.parked)
         self.state.route_resumed(
             outcome, detail, commit, patch, verdict.cannot_run, verdict.evidence, touches
         )
@@ -897,8 +898,17 @@ class Night:
             excluded=made.notes.listed_excluded(),
             dropped=made.notes.listed_dropped(),
         )
+        parked = self.state.parked[parked_before:]
         self.trace.event(
-            "decision", decision="resume_verified", task=flight.task.id, outcome=outcome.value
+            "decision",
+            decision="resume_verified",
+            task=flight.task.id,
+            outcome=outcome.value,
+            **(
+                {"parked": parked[-1].reason, "detail": clip(parked[-1].detail, 300)}
+                if parked
+                else {}
+            ),
         )
         self.checkpoint()
 
