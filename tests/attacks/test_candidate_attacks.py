@@ -100,6 +100,18 @@ def test_a_nested_repository_with_a_clean_filter_is_never_entered(night: AttackN
 def test_an_empty_nested_repository_parks_the_task_and_the_night_goes_on(
     night: AttackNight,
 ) -> None:
+    assert night.tasks is not None
+    night.tasks[0]["value"] = 2
+    # The next task (the user's command, in the same worktree) sees whether it is still there.
+    night.tasks.append(
+        {
+            "id": "after",
+            "title": "after",
+            "command": "test -e empty || echo clean > clean.txt",
+            "verify": "test -f clean.txt",
+            "value": 1,
+        }
+    )
     outcome = night.play(
         [
             write("mkrepo.py", nested_repo_script(night, "empty", commit=False)),
@@ -112,8 +124,8 @@ def test_an_empty_nested_repository_parks_the_task_and_the_night_goes_on(
     entry = parked(outcome)
     assert entry["reason"].startswith("changed what judges it: `empty` is a nested git")
     # Thrown away with the parked task: it cannot sink the next one.
-    assert not (night.run_dir / "worktree" / "empty").exists()
-    assert (night.run_dir / "worktree" / "calc.py").read_text() == VICTIM["calc.py"]
+    assert [v["id"] for v in outcome.result["verified"]] == ["after"]
+    assert night.branch_changed_paths(outcome) == ["clean.txt"]
     night.assert_contained(outcome)
 
 
@@ -154,6 +166,8 @@ def test_a_file_over_max_file_mb_parks_the_task_and_never_enters_the_object_stor
     night.assert_contained(outcome)
 
 
+LOOK = "python3 -c \"import os; print('PYCACHE', os.path.isdir('__pycache__'))\""
+
 NO_IGNORE = {k: v for k, v in VICTIM.items() if k != ".gitignore"}
 
 
@@ -170,9 +184,10 @@ def test_bytecode_from_the_agents_test_run_neither_lands_nor_sinks_the_fix(
             write("calc.py", FIXED),
             run("python3 -m pytest -q"),
             run("python3 -m py_compile tidy.py"),
+            run(LOOK),
         ]
     )
-    assert (night.run_dir / "worktree" / "__pycache__").is_dir()  # it did leave bytecode
+    assert "PYCACHE True" in night.tool_results()  # it did leave bytecode
     assert outcome.result["stop_reason"] == "GOAL_MET", outcome.result["plan"]
     assert len(night.branch_commits(outcome)) == 1
     assert night.branch_changed_paths(outcome) == ["calc.py"]
@@ -183,8 +198,8 @@ def test_bytecode_from_the_agents_test_run_neither_lands_nor_sinks_the_fix(
 
 def test_sandboxed_python_writes_no_bytecode_by_default(tmp_path: Any) -> None:
     night = AttackNight(tmp_path, files=NO_IGNORE)
-    outcome = night.play([run("python3 -m pytest -q"), write("calc.py", FIXED)])
-    assert not (night.run_dir / "worktree" / "__pycache__").exists()
+    outcome = night.play([run("python3 -m pytest -q"), write("calc.py", FIXED), run(LOOK)])
+    assert "PYCACHE False" in night.tool_results()
     assert outcome.result["stop_reason"] == "GOAL_MET"
 
 
