@@ -125,3 +125,23 @@ def test_a_src_layout_imports_from_the_checkout(tmp_path: Path, command: str) ->
     code, judged, _ = check(root, command)
     assert code == 0 and judged.verdict == "met: 1 passed"
     assert not marker.exists()
+
+
+def test_a_plugin_the_tests_need_loads_only_when_listed(tmp_path: Path) -> None:
+    have = subprocess.run(["python3", "-c", "import anyio.pytest_plugin"], capture_output=True)
+    if have.returncode != 0:
+        pytest.skip("python3 has no anyio (an installed pytest plugin with a fixture)")
+    root = project(tmp_path / "p", FIXED)
+    (root / "tests" / "test_backend.py").write_text(
+        "def test_backend(anyio_backend):\n    assert anyio_backend == 'asyncio'\n"
+    )
+    with pytest_evidence() as evidence:
+        env = check_env(scrubbed_env(), [root], evidence)
+        result = run_command(PYTEST, cwd=root, timeout_s=120, env=env, pass_fds=(evidence.fd,))
+        run = evidence.read()
+    assert result.exit_code == 1  # autoload off: fixture 'anyio_backend' not found
+    assert run.errored_at_setup() == ["tests/test_backend.py::test_backend"]
+    assert "anyio" in run.plugins_off
+    _, _, base = check(root, plugins=("anyio",))
+    code, judged, _ = check(root, plugins=("anyio",), base=base)
+    assert code == 0 and judged.verdict.startswith("met: 3 passed"), judged.verdict

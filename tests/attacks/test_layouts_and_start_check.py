@@ -151,3 +151,27 @@ def test_a_predicate_passing_only_in_the_users_checkout_is_named_and_the_night_g
     assert "(exit 1)" in note and "_local.py" in note
     assert "before the night:" in night.cli("report", night.run_dir).stdout
     night.assert_contained(outcome)
+
+
+def test_tests_that_need_an_installed_plugin_are_named_before_the_night(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    have = subprocess.run(["python3", "-c", "import anyio.pytest_plugin"], capture_output=True)
+    if have.returncode != 0:
+        pytest.skip("python3 has no anyio (an installed pytest plugin with a fixture)")
+    backend = "def test_backend(anyio_backend):\n    assert anyio_backend == 'asyncio'\n"
+    night = AttackNight(
+        tmp_path_factory.mktemp("plugin"),
+        files={
+            "calc.py": SRC_BUGGY,
+            "tests/test_calc.py": TEST,
+            "tests/test_backend.py": backend,
+            ".gitignore": GITIGNORE,
+        },
+    )
+    outcome = night.play([write("calc.py", SRC_FIXED)])
+    r = outcome.result
+    assert r["stop_reason"] != "GOAL_MET"  # its fixture's plugin never loads: not passed
+    [note] = r["predicate"]["at_start"]
+    assert "installed pytest plugins that did not load" in note and "anyio" in note
+    assert "1 test(s) errored at set-up" in note and "[predicate] pytest_plugins" in note

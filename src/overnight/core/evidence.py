@@ -72,10 +72,16 @@ class RunReport:
     """``(node id, phase)`` -> the worst outcome any record of it gave."""
     raised: dict[tuple[str, str], str] = field(default_factory=dict)
     """``(node id, phase)`` -> what the phase raised, read before other plugins ran."""
+    plugins_off: list[str] = field(default_factory=list)
+    """Installed pytest plugins that did not load (autoload is off)."""
     unreadable: int = 0
     """Lines that are not the reporter's."""
     truncated: bool = False
     """The evidence was larger than the harness reads."""
+
+    def errored_at_setup(self) -> list[str]:
+        """Tests whose set-up failed (a fixture not found, a plugin missing)."""
+        return [n for n in self.collected if self._phase(n, "setup") == "failed"]
 
     def status(self, nodeid: str) -> str:
         """``passed``, ``failed``, ``skipped``, ``xfailed`` or ``missing``."""
@@ -125,6 +131,9 @@ def read_run(lines: Iterable[bytes], *, truncated: bool = False) -> RunReport:
         kind, nodeid = event.get("kind"), event.get("nodeid")
         if kind == "started":
             run.started += 1
+            off = event.get("plugins_off")
+            if isinstance(off, list):
+                run.plugins_off = sorted({*run.plugins_off, *(str(n) for n in off)})
         elif kind == "finished" and isinstance(event.get("exitstatus"), int):
             run.finished.append(int(event["exitstatus"]))
         elif not isinstance(nodeid, str):

@@ -6,7 +6,8 @@ loads it with ``-p``. It writes one JSON line per event to the file descriptor n
 ``$OVERNIGHT_EVIDENCE_FD``, a file the harness opened outside the sandbox and reads once
 the command has ended:
 
-* ``started``: a test session began;
+* ``started``: a test session began, with the installed plugins that did not load
+  (``plugins_off``: autoload is off);
 * ``collected``: a test of the session (after deselection), with the skip or xfail mark
   that applies to it when collection ended (``mark``), if any;
 * ``deselected`` and ``collect_error``: a test deselected, a module that failed to import;
@@ -114,7 +115,18 @@ def _report(report: Any, seen: str) -> dict[str, Any]:
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     if _active(session.config):
-        _write({"kind": "started"})
+        _write({"kind": "started", "plugins_off": _not_loaded(session.config)})
+
+
+def _not_loaded(config: pytest.Config) -> list[str]:
+    """Installed plugins (``pytest11`` entry points) that autoload would have loaded."""
+    try:
+        from importlib.metadata import entry_points
+
+        names = sorted({ep.name for ep in entry_points(group="pytest11")})
+    except Exception:
+        return []
+    return [n for n in names if not config.pluginmanager.has_plugin(n)]
 
 
 @pytest.hookimpl(tryfirst=True)

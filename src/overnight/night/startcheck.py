@@ -112,18 +112,39 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
                 "which is what the night judges; your checkout has files that commit lacks: "
                 f"{_listed(extra)}"
             )
+    differs = bool(check.notes)
+    plugins = _plugins_note(base, base_why is not None)
+    if plugins:
+        check.notes.append(plugins)
     if base_why is not None:
         tail = "\n".join(base.result.output.strip().splitlines()[-6:])
-        differs = f" {check.notes[0]}." if check.notes else ""
+        notes = "".join(f" {note}." for note in check.notes)
         raise ConfigError(
             "predicate.command",
             f"`{command}` cannot run on a clean checkout of the base commit {commit[:12]} "
-            f"({base_why}); nothing was spent.{differs}\n{tail}".rstrip(),
-            _fix(base_why, bool(check.notes)),
+            f"({base_why}); nothing was spent.{notes}\n{tail}".rstrip(),
+            _fix(base_why, differs),
         )
     if base.tests is not None:
         check.base = base_tests(command, commit, base.tests)
     return check
+
+
+def _plugins_note(base: _Outcome, cannot_run: bool) -> str:
+    """When the base run failed in a way a missing plugin explains, the installed pytest
+    plugins that did not load."""
+    tests = base.tests
+    if tests is None or not tests.plugins_off:
+        return ""
+    errored = tests.errored_at_setup()
+    if not (cannot_run or errored):
+        return ""
+    where = f" ({len(errored)} test(s) errored at set-up on the base commit)" if errored else ""
+    return (
+        "installed pytest plugins that did not load, since the harness turns plugin autoload "
+        f"off: {', '.join(tests.plugins_off)}{where}; list those the tests need in "
+        "[predicate] pytest_plugins"
+    )
 
 
 def _fix(why: str, differs: bool) -> str:
