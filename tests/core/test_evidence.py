@@ -118,3 +118,11 @@ def test_a_failing_exit_names_the_failed_tests() -> None:
     failed = [*phase(A, "setup", "passed"), *phase(A, "call", "failed", "error: AssertionError")]
     j = judge(session(failed, passing(B), status=1), 1)
     assert not j.met and j.verdict == f"not met: exit 1; failed: {A}"
+
+
+def test_a_runner_function_replaced_in_the_test_process_is_a_disagreement() -> None:
+    run = session(passing(A), passing(B))
+    tampered = read_run(lines({"kind": "tampered", "what": ["_pytest.runner.call_and_report"]}))
+    run.tampered = tampered.tampered
+    j = judge(run, 0)
+    assert not j.met and "replaced the runner's own _pytest.runner.call_and_report" in j.verdict

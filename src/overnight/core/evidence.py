@@ -72,6 +72,8 @@ class RunReport:
     """``(node id, phase)`` -> the worst outcome any record of it gave."""
     raised: dict[tuple[str, str], str] = field(default_factory=dict)
     """``(node id, phase)`` -> what the phase raised, read before other plugins ran."""
+    tampered: list[str] = field(default_factory=list)
+    """Runner functions replaced inside the test process while it ran."""
     plugins_off: list[str] = field(default_factory=list)
     """Installed pytest plugins that did not load (autoload is off)."""
     unreadable: int = 0
@@ -136,6 +138,8 @@ def read_run(lines: Iterable[bytes], *, truncated: bool = False) -> RunReport:
                 run.plugins_off = sorted({*run.plugins_off, *(str(n) for n in off)})
         elif kind == "finished" and isinstance(event.get("exitstatus"), int):
             run.finished.append(int(event["exitstatus"]))
+        elif kind == "tampered" and isinstance(event.get("what"), list):
+            run.tampered += [str(w) for w in event["what"]]
         elif not isinstance(nodeid, str):
             run.unreadable += 1
         elif kind == "collected":
@@ -230,6 +234,12 @@ def judge(
         return Judgement(False, f"{DISAGREES} (its report holds lines the reporter never wrote)")
     if len(run.finished) < run.started:
         return Judgement(False, f"{NO_EVIDENCE} (a test session started and never finished)")
+    if run.tampered:
+        return Judgement(
+            False,
+            f"{DISAGREES} (code in the test process replaced the runner's own "
+            f"{_names(run.tampered)})",
+        )
     statuses = [s for s in run.finished if s != 0]
     if statuses:
         return Judgement(

@@ -14,6 +14,8 @@ the command has ended:
 * ``call``: what a test's phase raised, read before any other plugin's hook could see it;
 * ``report``: a phase's report, as the outermost ``makereport`` wrapper saw it (``seen:
   first``) and as it was logged (``logged``);
+* ``tampered``: a function of the runner that decides what a test reports was replaced
+  after this module was imported (by code under test at import, say);
 * ``finished``: the session ended, with the exit status pytest computed.
 
 The module is self-contained (it runs in the project's Python, which may lack everything
@@ -90,6 +92,52 @@ def _mark(item: pytest.Item) -> str | None:
     return None
 
 
+def _runner_parts() -> list[tuple[Any, str, Any]]:
+    """``(owner, name, object)`` of the runner's own functions that decide what a test run
+    reports, as they are when this module is imported (before any conftest or test module)."""
+    parts: list[tuple[Any, str, Any]] = []
+    try:
+        import _pytest.python as python
+        import _pytest.reports as reports
+        import _pytest.runner as runner
+
+        for owner, name in (
+            (python.Function, "runtest"),
+            (python, "pytest_pyfunc_call"),
+            (runner, "call_and_report"),
+            (runner, "call_runtest_hook"),
+            (runner, "runtestprotocol"),
+            (runner.CallInfo, "from_call"),
+            (reports.TestReport, "from_item_and_call"),
+        ):
+            parts.append((owner, name, vars(owner).get(name)))
+    except Exception:
+        return []
+    return parts
+
+
+_PARTS = _runner_parts()
+_TAMPERED: set[str] = set()
+
+
+def _check_runner(item: pytest.Item | None = None) -> None:
+    """Say once each runner function that was replaced since, and a test item whose
+    ``runtest`` was replaced on the item itself."""
+    found = [
+        f"{getattr(owner, '__module__', '')}.{owner.__name__}.{name}".lstrip(".")
+        if isinstance(owner, type)
+        else f"{owner.__name__}.{name}"
+        for owner, name, original in _PARTS
+        if vars(owner).get(name) is not original
+    ]
+    if item is not None and "runtest" in getattr(item, "__dict__", {}):
+        found.append(f"{item.nodeid}.runtest")
+    new = [f for f in found if f not in _TAMPERED]
+    if new:
+        _TAMPERED.update(new)
+        _write({"kind": "tampered", "what": new})
+
+
 def _raised(excinfo: Any) -> str:
     if excinfo is None:
         return "nothing"
@@ -154,6 +202,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, None]:
     # Read before any other implementation of the hook runs: what the phase raised.
     if _FD is not None:
+        _check_runner(item)
         _write(
             {
                 "kind": "call",
@@ -180,4 +229,5 @@ def pytest_runtest_logreport(report: Any) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> Generator[None, Any, None]:
     yield
     if _active(session.config):
+        _check_runner()
         _write({"kind": "finished", "exitstatus": int(session.exitstatus)})
