@@ -10,8 +10,8 @@ from overnight.core.evidence import BaseTests, RunReport, base_tests, judge, rea
 A, B = "tests/test_a.py::test_a", "tests/test_a.py::test_b"
 
 
-def lines(*events: dict[str, Any]) -> list[bytes]:
-    return [json.dumps(e).encode() for e in events]
+def lines(*events: dict[str, Any]) -> list[dict[str, Any] | None]:
+    return [json.loads(json.dumps(e)) for e in events]
 
 
 def phase(nodeid: str, when: str, outcome: str, raised: str = "nothing", **kw: Any) -> list[dict]:
@@ -111,7 +111,7 @@ def test_lines_the_reporter_never_writes_are_a_disagreement() -> None:
     run = session(passing(A), passing(B))
     run.unreadable = 1
     assert "disagrees" in judge(run, 0).verdict
-    assert read_run([b"not json", b'{"kind": "report"}']).unreadable == 2
+    assert read_run([None, {"kind": "report"}]).unreadable == 2
 
 
 def test_a_failing_exit_names_the_failed_tests() -> None:

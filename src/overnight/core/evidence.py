@@ -22,7 +22,6 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -33,9 +32,6 @@ Evidence = Literal["tests", "exit_code_only"]
 
 NO_EVIDENCE = "not met: the test run gave no evidence"
 DISAGREES = "not met: the test run's evidence disagrees"
-
-#: Lines longer than this are not the reporter's (a node id is a path and a name).
-MAX_LINE = 1 << 16
 
 _RANK = {"passed": 0, "skipped": 1, "xfailed": 2, "failed": 3}
 _PHASES = ("setup", "call", "teardown")
@@ -118,15 +114,13 @@ class RunReport:
         return max(reported, from_raise, key=_RANK.__getitem__)
 
 
-def read_run(lines: Iterable[bytes], *, truncated: bool = False) -> RunReport:
-    """Parse the reporter's lines; anything else is counted as unreadable."""
+def read_run(events: Iterable[Mapping[str, Any] | None], *, truncated: bool = False) -> RunReport:
+    """Read the reporter's events (one decoded JSON line each; None for a line that was
+    not one); anything the reporter never writes is counted as unreadable."""
     run = RunReport(truncated=truncated)
     collected: dict[str, None] = {}
     reported: dict[str, None] = {}
-    for raw in lines:
-        if not raw.strip():
-            continue
-        event = _event(raw)
+    for event in events:
         if event is None:
             run.unreadable += 1
             continue
@@ -167,16 +161,6 @@ def read_run(lines: Iterable[bytes], *, truncated: bool = False) -> RunReport:
     # A test reported without being collected here ran elsewhere (an xdist worker).
     run.collected = list({**collected, **reported})
     return run
-
-
-def _event(raw: bytes) -> dict[str, Any] | None:
-    if len(raw) > MAX_LINE:
-        return None
-    try:
-        event = json.loads(raw)
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
 
 
 def _outcome(event: Mapping[str, Any]) -> str:

@@ -19,6 +19,7 @@ Two additions, for every check, sandboxed or not:
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shlex
@@ -28,10 +29,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from overnight.core.evidence import RunReport, read_run
 from overnight.process import Confinement, run_command, scrubbed_env
+
+#: Lines longer than this are not the reporter's (a node id is a path and a name).
+MAX_LINE = 1 << 16
 
 #: The reporter's evidence is read up to this size; a run that wrote more is judged on what
 #: was read and marked truncated (never met).
@@ -90,7 +94,19 @@ class Reporter:
         size = os.fstat(self.fd).st_size
         self.sink.seek(0)
         data = self.sink.read(MAX_EVIDENCE_BYTES)
-        return read_run(data.split(b"\n"), truncated=size > MAX_EVIDENCE_BYTES)
+        events = (_event(line) for line in data.split(b"\n") if line.strip())
+        return read_run(events, truncated=size > MAX_EVIDENCE_BYTES)
+
+
+def _event(line: bytes) -> dict[str, Any] | None:
+    """One line of the reporter's, decoded; None for anything else."""
+    if len(line) > MAX_LINE:
+        return None
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None
 
 
 @contextlib.contextmanager
