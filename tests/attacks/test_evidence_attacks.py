@@ -108,7 +108,7 @@ def assert_not_met(night: AttackNight, outcome: Outcome, said: str) -> None:
     [parked] = r["plan"]["parked"]
     assert r["verified"] == []
     assert night.branch_commits(outcome) == []
-    if parked["reason"] != "changed what judges it":  # import machinery may be protected too
+    if not parked["protected_changes"]:  # import machinery is protected too: parked earlier
         assert said in parked["detail"], parked["detail"]
     night.assert_contained(outcome)
 
