@@ -236,7 +236,8 @@ def test_a_night_without_a_model_needs_no_money_cap(
     report = main(["report", str(run_dir)])
     md = capsys.readouterr().out
     assert report == 0
-    assert "| money | $0.00 | none (no model) | - | - | - |" in md  # no "limit $0.00"
+    assert "| money |" not in md and "$0.00" not in md  # no money gauge, no "$0.00 of $0.00"
+    assert "Money: none (a night without a model spends no money)." in md
     # With a model, the cap is required.
     with_model = spec_data(repo, tasks=[TASK])
     del with_model["budget"]
