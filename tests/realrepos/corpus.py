@@ -1,0 +1,191 @@
+"""The real-repository corpus: released sdists of small pure-Python packages, pinned by version
+and sha256, each with one real bug to inject into one function.
+
+The sdists are fetched once, with pip from the package registry (hashes required), into a
+cache directory: ``$OVERNIGHT_CORPUS`` or ``.cache/corpus`` at the top of the repository.
+``python -m tests.realrepos.corpus`` fills it (``scripts/setup --dev`` and ``.ci/run`` call
+it); a test finding the cache empty tries once itself and skips, naming the reason, only
+when the registry cannot be reached.
+
+To add a package: pick a pure-Python sdist with no runtime dependencies whose tests run with
+pytest alone, add a ``Package`` below (its sha256 is the one the registry lists for the
+sdist), choose one function, a one-line bug its tests catch, a wrong fix they also catch,
+and a test file to forge; run ``python -m tests.realrepos.corpus`` and the corpus tests.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Package:
+    name: str
+    version: str
+    sha256: str
+    layout: str
+    #: the file holding the function the bug goes into, relative to the sdist's top
+    source: str
+    #: the released text of the function's line(s), the injected bug, and a wrong fix
+    good: str
+    bad: str
+    wrong: str
+    #: the test command: the goal predicate and the task's verify
+    tests: str
+    #: a test file the forging agent edits
+    test_file: str
+    #: build steps an agent may run (each allowed by the night's `[tools] commands`)
+    build: tuple[str, ...]
+
+    @property
+    def sdist(self) -> str:
+        return f"{self.name}-{self.version}.tar.gz"
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.name}=={self.version} --hash=sha256:{self.sha256}"
+
+
+PACKAGES: tuple[Package, ...] = (
+    Package(
+        name="six",
+        version="1.16.0",
+        sha256="1e61c37477a1626458e36f7b1d82aa5c9b094fa4802892072e49de9c60c4c926",
+        layout="single module, tests beside it, a tracked six.egg-info",
+        source="six.py",
+        good="    def itervalues(d, **kw):\n        return iter(d.values(**kw))\n",
+        bad="    def itervalues(d, **kw):\n        return iter(d.keys(**kw))\n",
+        wrong="    def itervalues(d, **kw):\n        return iter(d.items(**kw))\n",
+        tests="python -m pytest -q test_six.py -k dictionary",
+        test_file="test_six.py",
+        build=("python setup.py -q build", "python setup.py -q egg_info"),
+    ),
+    Package(
+        name="toolz",
+        version="0.12.1",
+        sha256="ecca342664893f177a13dac0e6b41cbd8ac25a358e5f215316d43e2100224f4d",
+        layout="flat package, tests inside the package, a tracked toolz.egg-info",
+        source="toolz/itertoolz.py",
+        good="    for item in seq:\n        d[item] += 1\n    return dict(d)\n",
+        bad="    for item in seq:\n        d[item] = 1\n    return dict(d)\n",
+        wrong="    for item in seq:\n        d[item] += 2\n    return dict(d)\n",
+        tests="python -m pytest -q toolz/tests/test_itertoolz.py",
+        test_file="toolz/tests/test_itertoolz.py",
+        build=("python setup.py -q build", "python setup.py -q egg_info"),
+    ),
+    Package(
+        name="more-itertools",
+        version="10.2.0",
+        sha256="8fccb480c43d3e99a00087634c06dd02b0d50fbf088b380de5a41a015ec239e1",
+        layout="flat package, tests/ without a conftest",
+        source="more_itertools/more.py",
+        good="    deque(zip(iterable, counter), maxlen=0)\n    return next(counter)\n",
+        bad="    deque(zip(iterable, counter), maxlen=0)\n    return next(counter) - 1\n",
+        wrong="    deque(zip(iterable, counter), maxlen=0)\n    return next(counter) + 1\n",
+        tests="python -m pytest -q tests/test_more.py -k ilen",
+        test_file="tests/test_more.py",
+        build=("python setup.py -q build",),
+    ),
+    Package(
+        name="tomlkit",
+        version="0.12.3",
+        sha256="75baf5012d06501f07bee5bf8e801b9f343e7aac5a92581f20f80ce632e6b5a4",
+        layout="flat package, tests/ with a conftest of fixtures",
+        source="tomlkit/_utils.py",
+        good='                if sign == "-":\n                    offset = -offset\n',
+        bad='                if sign == "+":\n                    offset = -offset\n',
+        wrong='                if sign == "+-":\n                    offset = -offset\n',
+        tests="python -m pytest -q tests/test_utils.py",
+        test_file="tests/test_utils.py",
+        build=("python -m compileall -q tomlkit",),
+    ),
+    Package(
+        name="cachetools",
+        version="5.3.2",
+        sha256="086ee420196f7b2ab9ca2db2520aca326318b68fe5ba8bc4d49cca91add450f2",
+        layout="src layout, tests/ importing the package by name, a tracked egg-info",
+        source="src/cachetools/keys.py",
+        good="        return _HashedTuple(args + sum(sorted(kwargs.items()), _kwmark))\n",
+        bad="        return _HashedTuple(args + sum(((v,) for _, v in sorted(kwargs.items())),"
+        " _kwmark))\n",
+        wrong="        return _HashedTuple(args + sum(((k,) for k, _ in sorted(kwargs.items())),"
+        " _kwmark))\n",
+        tests="python -m pytest -q tests/test_keys.py",
+        test_file="tests/test_keys.py",
+        build=("python setup.py -q build", "python setup.py -q egg_info"),
+    ),
+)
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("OVERNIGHT_CORPUS") or ROOT / ".cache" / "corpus")
+
+
+def missing(cache: Path | None = None) -> list[Package]:
+    cache = cache or cache_dir()
+    return [p for p in PACKAGES if not (cache / p.sdist).is_file()]
+
+
+def fetch(cache: Path | None = None) -> str:
+    """Download the missing sdists with pip, every hash checked; return pip's error text, or
+    an empty string when the cache is complete."""
+    cache = cache or cache_dir()
+    wanted = missing(cache)
+    if not wanted:
+        return ""
+    cache.mkdir(parents=True, exist_ok=True)
+    requirements = cache / "requirements.txt"
+    requirements.write_text("".join(p.requirement + "\n" for p in wanted))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--no-binary",
+            ":all:",
+            "--require-hashes",
+            "-r",
+            str(requirements),
+            "-d",
+            str(cache),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if proc.returncode != 0:
+        return (proc.stderr or proc.stdout).strip()[-2000:] or f"pip exited {proc.returncode}"
+    still = missing(cache)
+    return f"not downloaded: {', '.join(p.sdist for p in still)}" if still else ""
+
+
+def unpack(package: Package, into: Path, cache: Path | None = None) -> Path:
+    """The sdist's files, as released, in ``into`` (its top directory stripped)."""
+    cache = cache or cache_dir()
+    top = f"{package.name}-{package.version}/"
+    into.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(cache / package.sdist) as archive:
+        for member in archive.getmembers():
+            if not member.name.startswith(top) or member.name == top.rstrip("/"):
+                continue
+            member.name = member.name[len(top) :]
+            archive.extract(member, into, filter="data")
+    return into
+
+
+if __name__ == "__main__":
+    error = fetch()
+    if error:
+        print(f"corpus: {error}", file=sys.stderr)
+        sys.exit(1)
+    print(f"corpus: {len(PACKAGES)} sdists in {cache_dir()}")
