@@ -182,7 +182,13 @@ class Confinement(Protocol):
         """The command line running ``argv`` confined in ``cwd``; the confinement writes
         ``{"child-pid": N}`` to ``info_fd``, the first process of its PID namespace.
         ``files`` are regular files made readable at their own path wherever they are (the
-        program a user's entry names)."""
+        program a user's entry names). ``cwd`` may be lent to the confined process's uid
+        until ``release``."""
+        ...
+
+    def release(self, cwd: Path) -> None:
+        """Take back what ``command`` lent for ``cwd``, once every confined process of that
+        command has ended."""
         ...
 
 
@@ -256,7 +262,12 @@ def run_command(
         child_env = dict(confine.env)
     else:
         child_env = dict(scrubbed_env() if env is None else env)
-    sink = _open_sink(log_path)
+    try:
+        sink = _open_sink(log_path)
+    except BaseException:
+        _close_info(info)
+        _release(confine, cwd)
+        raise
     with sink, _open_source(stdin) as source:
         start = time.monotonic()
         try:
@@ -264,6 +275,7 @@ def run_command(
             proc = _spawn(argv, cwd, child_env, sink, keep, source)
         except BaseException:
             _close_info(info)
+            _release(confine, cwd)
             raise
         if info is not None:
             os.close(info[1])
@@ -290,6 +302,7 @@ def run_command(
             finally:
                 if info is not None:
                     _end_namespace(info[0])
+                _release(confine, cwd)
         seconds = time.monotonic() - start
         _redact_sink(sink, secret_values())
         output = _read_tail(sink, max_output, log_path)
@@ -363,6 +376,11 @@ def _spawn(
         )
     except OSError as exc:
         raise WorkspaceError(f"cannot start {argv[0]!r} in {cwd}: {exc}") from exc
+
+
+def _release(confine: Confinement | None, cwd: Path) -> None:
+    if confine is not None:
+        confine.release(cwd)
 
 
 def _close_info(info: tuple[int, int] | None) -> None:

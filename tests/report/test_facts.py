@@ -222,3 +222,25 @@ def test_a_night_without_a_sandbox_record_or_a_money_limit(full_run: Path) -> No
     assert "Money lines: none (no money limit)." in md
     assert "Sandbox: not recorded" in facts.work.sandbox
     assert_both_show_every_fact(facts)
+
+
+def test_a_sandbox_that_ran_as_root_says_so_in_both_renderings(full_run: Path) -> None:
+    r = load(full_run)
+    assert r.sandbox is not None
+    as_root = r.sandbox.model_copy(
+        update={
+            "uid": 0,
+            "ran_as_root": True,
+            "root_reason": "setpriv (util-linux) is not installed",
+        }
+    )
+    facts = report_facts(r.model_copy(update={"sandbox": as_root}))
+    md, page = render_markdown_facts(facts), render_html_facts(facts)
+    for shown in (md, page):
+        assert "The sandbox ran as root (setpriv (util-linux) is not installed)" in shown
+    dropped = r.sandbox.model_copy(update={"uid": 65533, "ran_as_root": False})
+    facts = report_facts(r.model_copy(update={"sandbox": dropped}))
+    md, page = render_markdown_facts(facts), render_html_facts(facts)
+    for shown in (md, page):
+        assert "ran as uid 65533, not root" in shown and "ran as root" not in shown
+    assert_both_show_every_fact(facts)

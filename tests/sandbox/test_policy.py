@@ -92,6 +92,9 @@ def test_mode_off_is_allowed_recorded_and_shown_first_in_the_report(tmp_path: Pa
         "network": False,
         "sandboxed_commands": 0,
         "unsandboxed_commands": sb["unsandboxed_commands"],
+        "uid": None,  # no sandbox was built
+        "ran_as_root": False,
+        "root_reason": "",
     }
     md = cli(tmp_path, "report", run_dir)
     assert md.returncode == 0, md.stderr
@@ -112,9 +115,13 @@ def test_a_sandboxed_night_has_no_banner(tmp_path: Path) -> None:
     sb = result(run_dir)["sandbox"]
     assert sb["mode"] == "on" and sb["unsandboxed_commands"] == 0
     assert sb["sandboxed_commands"] >= 3
+    # a root harness's sandbox drops to an unprivileged uid; any other runs as its user
+    assert sb["ran_as_root"] is False and sb["uid"] not in (None, 0)
+    assert os.geteuid() == 0 or sb["uid"] == os.geteuid()
     md = cli(tmp_path, "report", run_dir)
     assert "Unsandboxed" not in md.stdout
     assert 'Sandbox: mode "on", without network' in md.stdout
+    assert f"Sandboxed commands ran as uid {sb['uid']}, not root." in md.stdout
 
 
 @pytest.mark.parametrize(("mode", "reads"), [("on", False), ("auto", True)])

@@ -57,6 +57,7 @@ from overnight.report.result import (
     VerifiedTask,
     Wrapup,
 )
+from overnight.sandbox.identity import Identity
 from overnight.store.journal import read_journal
 from overnight.store.rundir import RunDir, write_json_atomic
 from overnight.store.trace import redact, secret_values
@@ -97,6 +98,8 @@ class ClosingFacts:
     ended_at: str
     trace_lines_dropped: int
     effects: list[dict[str, Any]]
+    sandbox_identity: Identity | None = None
+    """Who sandboxed commands ran as; None: the night had no sandbox."""
 
 
 def _block(name: str, at_stop: BudgetReading, used: float) -> BudgetBlock:
@@ -350,6 +353,9 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
             network=f.spec.sandbox.network,
             sandboxed_commands=s.sandboxed_commands,
             unsandboxed_commands=s.unsandboxed_commands,
+            uid=None if f.sandbox_identity is None else f.sandbox_identity.uid,
+            ran_as_root=f.sandbox_identity is not None and f.sandbox_identity.as_root,
+            root_reason="" if f.sandbox_identity is None else f.sandbox_identity.note,
         ),
     )
 

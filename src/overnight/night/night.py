@@ -957,6 +957,9 @@ class Night:
             trace_lines_dropped=self.trace.dropped,
             effects=[r.as_dict() for r in self.effects.for_run(self.state.run_id)]
             + self.state.refused_effects,
+            sandbox_identity=(
+                None if self.sandbox.sandbox is None else self.sandbox.sandbox.identity
+            ),
         )
 
     def finish(self, stop: Stop) -> TerminalResult:

@@ -160,10 +160,19 @@ def sandbox_line(r: TerminalResult) -> str:
     if sb is None:
         return "Sandbox: not recorded (a result from before the sandbox existed)."
     network = "with the network" if sb.network else "without network"
-    return (
+    line = (
         f'Sandbox: mode "{sb.mode}", {network}; {sb.sandboxed_commands} command(s) ran '
         f"sandboxed, {sb.unsandboxed_commands} as written."
     )
+    if sb.ran_as_root:
+        why = f" ({' '.join(sb.root_reason.split())[:300]})" if sb.root_reason else ""
+        line += (
+            f" The sandbox ran as root{why}: the process limit, file permissions and "
+            "capabilities did not bind as for a normal user."
+        )
+    elif sb.uid is not None:
+        line += f" Sandboxed commands ran as uid {sb.uid}, not root."
+    return line
 
 
 def command_note(v: VerifiedTask) -> str:

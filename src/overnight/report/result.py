@@ -257,6 +257,15 @@ class SandboxBlock(_Model):
     """Commands (tasks, verifies, the predicate, ``run_command``) run in the sandbox."""
     unsandboxed_commands: int
     """Commands run as written, outside the sandbox."""
+    uid: int | None = None
+    """The uid sandboxed commands ran as, seen from outside the sandbox; None: no sandbox was
+    built (mode ``off``, or bubblewrap missing in a night that never needed it)."""
+    ran_as_root: bool = False
+    """True: sandboxed commands ran as root outside the sandbox too (the harness was root and
+    could not drop to an unprivileged uid), so the process limit, file permissions and
+    capabilities did not bind as for a normal user; ``root_reason`` says why."""
+    root_reason: str = ""
+    """Why the sandbox ran as root (empty when it did not)."""
 
 
 class GoalBlock(_Model):

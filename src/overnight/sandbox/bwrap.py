@@ -2,19 +2,23 @@
 
 What a sandboxed command sees:
 
-* the machine's filesystem read-only, except the directory it works in (the worktree, or
-  the clean checkout a verify runs on), a private ``/tmp`` and the spec's ``[sandbox]
-  writable`` paths;
-* nothing of the places that hold the run and the user: the run directory, the workspace
-  checkout and its git directory, ``$OVERNIGHT_HOME``, the effects ledger's directory and
-  ``$HOME`` are empty and read-only. Toolchains on ``PATH`` that live in a hidden place
-  stay readable (a virtualenv, ``~/.pyenv``, ``~/.local``), as does the Python running the
-  harness; ``/run`` is empty too, so that no socket there (a container engine's, the system
-  bus) can be reached;
+* an allowlist of the machine, read-only (``overnight.sandbox.view``): the system's
+  directories, the parts of ``/etc`` programs read, a ``passwd`` and ``group`` of its own,
+  the toolchains found through ``PATH`` (their installation prefix: a virtualenv,
+  ``~/.pyenv``, ``~/.cargo``), the Python running the harness and the spec's ``readable``
+  paths. Nothing else exists inside: not ``/var``, ``/srv``, ``/home``, ``/root``,
+  ``/run``, ``/etc/shadow``;
+* writable: the directory it works in (the worktree, or the clean checkout a verify runs
+  on), a private ``/tmp`` (its home inside) and the spec's ``[sandbox] writable`` paths;
+* nothing of the places that hold the run and the user, even where they lie inside a tree
+  it is shown: the run directory, the workspace checkout and its git directory,
+  ``$OVERNIGHT_HOME``, the effects ledger's directory and ``$HOME`` are empty and read-only;
 * the worktree's ``.git`` file read-only: git metadata is the harness's business;
 * its own PID namespace (the harness's processes, and their environments, do not exist in
   its ``/proc``), a new session, no capabilities, and a network namespace with loopback only
   unless ``network = true``;
+* an unprivileged uid outside the sandbox too, when the harness is root
+  (``overnight.sandbox.identity``);
 * an environment built from an allowlist, never a copy of the harness's;
 * resource limits (address space, processes, file size, CPU seconds), set by ``prlimit``
   before bubblewrap starts, so that every process inside inherits them.
@@ -32,14 +36,26 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from overnight.config.sandbox import SandboxSpec
-
-#: The sandbox's own home directory (inside its private /tmp).
-SANDBOX_HOME = "/tmp/home"
-SANDBOX_TMP = "/tmp"
+from overnight.sandbox.identity import (
+    Identity,
+    dedicated_ids,
+    give_back,
+    lend,
+    user_database,
+)
+from overnight.sandbox.view import (
+    SANDBOX_HOME as SANDBOX_HOME,
+)
+from overnight.sandbox.view import (
+    SANDBOX_TMP,
+    SYSTEM,
+    etc_entries,
+    system_entries,
+)
 
 #: Variables passed through when the harness has them, besides the spec's ``env`` names.
 PASSED_VARIABLES = ("LANG", "TZ", "TERM")
@@ -123,6 +139,11 @@ def plan_layout(
     def too_wide(path: Path) -> bool:
         return any(_within(f, path) for f in forbidden)
 
+    system = [Path(p) for p in SYSTEM] + [_real(p) for p in SYSTEM if os.path.exists(p)]
+
+    def shown_anyway(path: Path) -> bool:
+        return any(_within(path, s) for s in system) and not under_hidden(path)
+
     candidates: list[Path] = []
     entries = os.environ.get("PATH", "").split(os.pathsep) if path_entries is None else path_entries
     for entry in entries:
@@ -145,7 +166,7 @@ def plan_layout(
         if not candidate.exists() or too_wide(candidate):
             continue
         for dest in dict.fromkeys((Path(os.path.normpath(candidate)), _real(candidate))):
-            if under_hidden(dest) and not too_wide(dest):
+            if not shown_anyway(dest) and not too_wide(dest):
                 pairs.setdefault(dest, _real(candidate))
     # A path already brought back by a shorter one needs no bind of its own.
     kept: list[tuple[Path, Path]] = []
@@ -170,6 +191,8 @@ class Sandbox:
     prlimit: str
     env: Mapping[str, str] = field(default_factory=dict)
     """The environment every sandboxed command gets."""
+    identity: Identity = field(default_factory=lambda: Identity(os.geteuid(), os.getegid()))
+    """Who the command runs as, seen from outside the sandbox."""
 
     def command(
         self,
@@ -182,45 +205,81 @@ class Sandbox:
         """The command line that runs ``argv`` in ``cwd`` inside the sandbox; ``cwd`` is the
         one writable working directory (with its ``.git`` read-only). Each of ``files`` (a
         regular file, never a directory, so nothing hidden comes back with it) is bound
-        read-only at its real path, even inside a hidden place or the private ``/tmp``."""
+        read-only at its real path, even inside a hidden place or the private ``/tmp``.
+
+        ``cwd`` and the ``writable`` paths are lent to the sandbox's uid from here until
+        ``release(cwd)`` (see ``overnight.sandbox.identity``)."""
         root = _real(cwd)
-        out = [self.prlimit, *self._limits(), "--", self.bwrap]
-        out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        out += ["--tmpfs", SANDBOX_TMP, "--dir", SANDBOX_HOME, "--tmpfs", "/run"]
-        resolv = _real("/etc/resolv.conf")
-        if self.spec.network and _within(resolv, Path("/run")) and resolv.exists():
-            out += ["--ro-bind", str(resolv), str(resolv)]
-        remount: list[str] = []
-        for hidden in self.layout.hidden:
-            if _within(hidden, Path(SANDBOX_TMP)) or _within(hidden, Path("/run")):
-                continue  # already private and empty
-            if hidden.is_dir():
-                out += ["--tmpfs", str(hidden)]
-                remount += ["--remount-ro", str(hidden)]
-            elif hidden.exists():
-                out += ["--ro-bind", "/dev/null", str(hidden)]
+        mounts = _Mounts()
+        for path, target in system_entries():
+            if target is None:
+                mounts.bind(path, path)
+            else:
+                mounts.add(path, ["--symlink", target, str(path)])
+        for source, dest in etc_entries():
+            mounts.bind(source, dest)
+        passwd, group = user_database(self.identity)
+        mounts.bind(passwd, Path("/etc/passwd"))
+        mounts.bind(group, Path("/etc/group"))
         for source, dest in self.layout.readable:
-            out += ["--ro-bind", str(source), str(dest)]
+            mounts.bind(source, dest)
         for file in files:
             real = _real(file)
             if not real.is_file():
                 raise ValueError(f"{file} is not a regular file")
-            out += ["--ro-bind", str(real), str(real)]
+            mounts.bind(real, real)
+        if self.identity.setpriv is not None and not mounts.shows(_real(self.identity.setpriv)):
+            mounts.bind(_real(self.identity.setpriv), _real(self.identity.setpriv))
+        mounts.add(Path("/dev"), ["--dev", "/dev"])
+        mounts.add(Path("/dev/shm"), ["--perms", "1777", "--tmpfs", "/dev/shm"])
+        mounts.add(Path("/proc"), ["--proc", "/proc"])
+        mounts.add(Path(SANDBOX_TMP), ["--perms", "1777", "--tmpfs", SANDBOX_TMP])
+        mounts.add(Path(SANDBOX_HOME), ["--perms", "1777", "--dir", SANDBOX_HOME])
+        remount: list[str] = []
+        for hidden in self.layout.hidden:
+            if _within(hidden, Path(SANDBOX_TMP)) or not mounts.shows(hidden):
+                continue  # private and empty already, or not there at all
+            if hidden.is_dir():
+                mounts.add(hidden, ["--perms", "0755", "--tmpfs", str(hidden)])
+                remount += ["--remount-ro", str(hidden)]
+            elif hidden.exists():
+                mounts.add(hidden, ["--ro-bind", "/dev/null", str(hidden)])
         for extra in self.layout.writable:
-            out += ["--bind", str(extra), str(extra)]
-        out += ["--bind", str(root), str(root)]
+            mounts.add(extra, ["--bind", str(extra), str(extra)], tree=True)
+        mounts.add(root, ["--bind", str(root), str(root)], tree=True)
         git_entry = root / ".git"
         if git_entry.exists() or git_entry.is_symlink():
-            out += ["--ro-bind", str(git_entry), str(git_entry)]
-        out += remount
-        out += ["--unshare-all"]
-        if self.spec.network:
-            out += ["--share-net"]
-        out += ["--cap-drop", "ALL", "--die-with-parent", "--new-session", "--chdir", str(root)]
+            mounts.add(git_entry, ["--ro-bind", str(git_entry), str(git_entry)])
+
+        for place in (root, *self.layout.writable):
+            lend(self.identity, place)
+        out = [self.prlimit, *self._limits(), "--", self.bwrap, *mounts.arguments()]
+        out += [*remount, "--remount-ro", "/"]
+        if self.identity.drops:
+            # Root builds the namespaces without a user namespace (one would map the inside
+            # back to root) and keeps only what setpriv needs to become the sandbox's uid.
+            out += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+            if not self.spec.network:
+                out += ["--unshare-net"]
+            out += ["--cap-drop", "ALL"]
+            for cap in ("CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP", "CAP_DAC_READ_SEARCH"):
+                out += ["--cap-add", cap]
+        else:
+            out += ["--unshare-all"]
+            if self.spec.network:
+                out += ["--share-net"]
+            out += ["--cap-drop", "ALL"]
+        out += ["--die-with-parent", "--new-session", "--chdir", str(root)]
         if info_fd is not None:
             out += ["--info-fd", str(info_fd)]
-        out += ["--", *argv]
+        out += ["--", *self.identity.drop_argv(), *argv]
         return out
+
+    def release(self, cwd: Path) -> None:
+        """Give back what ``command`` lent for ``cwd``, once the command and its namespace
+        have ended."""
+        for place in (_real(cwd), *self.layout.writable):
+            give_back(self.identity, place)
 
     def _limits(self) -> list[str]:
         s = self.spec
@@ -231,6 +290,43 @@ class Sandbox:
             ("--cpu", s.cpu_seconds),
         ]
         return [f"{flag}={value}" for flag, value in limits if value > 0]
+
+
+class _Mounts:
+    """bubblewrap's mount arguments, parents before children, with the directories the
+    sandbox's own root needs on the way made world-readable (bubblewrap makes them 0700)."""
+
+    def __init__(self) -> None:
+        self._ops: list[tuple[Path, list[str]]] = []
+        self._read: list[Path] = []
+        """Destinations that show a tree of the machine (binds)."""
+        self._own: set[Path] = set()
+        """Destinations of every mount."""
+
+    def add(self, dest: Path, args: list[str], *, tree: bool = False) -> None:
+        self._ops.append((dest, args))
+        self._own.add(dest)
+        if tree:
+            self._read.append(dest)
+
+    def bind(self, source: Path, dest: Path) -> None:
+        self.add(dest, ["--ro-bind", str(source), str(dest)], tree=True)
+
+    def shows(self, path: Path) -> bool:
+        """Whether ``path`` lies in something mounted so far."""
+        return any(_within(path, d) for d in self._read)
+
+    def arguments(self) -> list[str]:
+        stubs: dict[Path, None] = {}
+        for dest, _args in self._ops:
+            for parent in reversed(dest.parents):
+                if parent != Path("/") and parent not in self._own and not self.shows(parent):
+                    stubs[parent] = None
+        ops = [*((p, ["--perms", "0755", "--dir", str(p)]) for p in stubs), *self._ops]
+        out: list[str] = []
+        for _dest, args in sorted(ops, key=lambda op: len(op[0].parts)):
+            out += args
+        return out
 
 
 def sandbox_env(spec: SandboxSpec, source: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -279,17 +375,41 @@ def build_sandbox(
         readable=readable,
         writable=writable,
     )
-    return Sandbox(spec=spec, layout=layout, bwrap=bwrap, prlimit=prlimit, env=sandbox_env(spec))
+    sandbox = Sandbox(spec=spec, layout=layout, bwrap=bwrap, prlimit=prlimit, env=sandbox_env(spec))
+    return replace(sandbox, identity=_identity(sandbox))
 
 
-_PROBED: dict[tuple[str, bool], str | None] = {}
+_DROPS: dict[tuple[str, str], str | None] = {}
+
+
+def _identity(sandbox: Sandbox) -> Identity:
+    """Who sandboxed commands run as: the harness's own uid when it is not root; else a
+    dedicated unprivileged uid, tried once per process, or root with the reason why not."""
+    if os.geteuid() != 0:
+        return Identity(os.geteuid(), os.getegid())
+    setpriv = find_program("setpriv")
+    if setpriv is None:
+        return Identity(0, 0, note="setpriv (util-linux) is not installed")
+    uid, gid = dedicated_ids()
+    dropped = Identity(uid, gid, setpriv=setpriv)
+    key = (sandbox.bwrap, setpriv)
+    if key not in _DROPS:
+        _DROPS[key] = _try(replace(sandbox, identity=dropped))
+    problem = _DROPS[key]
+    if problem is None:
+        return dropped
+    return Identity(0, 0, note=f"the sandbox could not run as uid {uid}: {problem}")
+
+
+_PROBED: dict[tuple[str, bool, int], str | None] = {}
 
 
 def probe(sandbox: Sandbox) -> None:
     """Start one sandboxed command to show the sandbox works here; raise
     ``SandboxUnavailable`` with bubblewrap's own words and the fix when it does not. The
-    answer is kept for the life of the process."""
-    key = (sandbox.bwrap, sandbox.spec.network)
+    answer is kept for the life of the process. Whether it runs as root is in
+    ``sandbox.identity`` (``as_root``, and ``note``: why)."""
+    key = (sandbox.bwrap, sandbox.spec.network, sandbox.identity.uid)
     if key not in _PROBED:
         _PROBED[key] = _try(sandbox)
     problem = _PROBED[key]
@@ -297,9 +417,17 @@ def probe(sandbox: Sandbox) -> None:
         raise SandboxUnavailable(problem, _FIX)
 
 
+#: Prints "sandboxed <real uid>" with nothing but the shell.
+_SAY_UID = (
+    "while read -r key uid _rest; do "
+    'if [ "$key" = Uid: ]; then echo "sandboxed $uid"; fi; done < /proc/self/status'
+)
+
+
 def _try(sandbox: Sandbox) -> str | None:
+    expected = f"sandboxed {sandbox.identity.uid}".encode()
     with tempfile.TemporaryDirectory(prefix="overnight-probe-") as tmp:
-        argv = sandbox.command(["/bin/sh", "-c", "echo sandboxed"], cwd=Path(tmp))
+        argv = sandbox.command(["/bin/sh", "-c", _SAY_UID], cwd=Path(tmp))
         try:
             done = subprocess.run(
                 argv,
@@ -311,7 +439,9 @@ def _try(sandbox: Sandbox) -> str | None:
             )
         except (OSError, subprocess.SubprocessError) as exc:
             return f"bubblewrap could not be started ({exc})"
-    if done.returncode == 0 and done.stdout.strip() == b"sandboxed":
+        finally:
+            sandbox.release(Path(tmp))
+    if done.returncode == 0 and done.stdout.strip() == expected:
         return None
     said = done.stderr.decode("utf-8", "replace").strip() or f"exit {done.returncode}"
     return f"bubblewrap cannot create a sandbox on this machine: {said[-400:]}"

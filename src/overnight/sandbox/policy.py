@@ -41,6 +41,9 @@ class Counted:
         self.on_use()
         return self.sandbox.command(argv, cwd=cwd, info_fd=info_fd, files=files)
 
+    def release(self, cwd: Path) -> None:
+        self.sandbox.release(cwd)
+
 
 @dataclass
 class SandboxPolicy:
