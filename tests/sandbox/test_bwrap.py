@@ -352,3 +352,23 @@ def test_sandboxed_python_writes_no_bytecode_unless_the_spec_allows_it() -> None
     assert sandbox_env(SandboxSpec(), {"PATH": "/bin"})["PYTHONDONTWRITEBYTECODE"] == "1"
     allowed = sandbox_env(SandboxSpec(bytecode=True), {"PATH": "/bin"})
     assert "PYTHONDONTWRITEBYTECODE" not in allowed
+
+
+def test_layout_shows_a_toolchain_on_path_wherever_it_is_and_nothing_beside_it(
+    tmp_path: Path,
+) -> None:
+    """The view is an allowlist: a prefix on PATH outside every hidden place (as /opt/tool
+    for /opt/tool/bin) is shown on its own; one under /usr needs nothing (all of /usr is)."""
+    from overnight.sandbox import plan_layout
+
+    opt_tool = tmp_path / "opt" / "tool"
+    (opt_tool / "bin").mkdir(parents=True)
+    (tmp_path / "opt" / "secret").mkdir()
+    layout = plan_layout(
+        sealed=[tmp_path / "run"],
+        home=tmp_path / "home",
+        path_entries=[str(opt_tool / "bin"), "/usr/local/bin", "/usr/bin", "/bin"],
+        python_prefixes=[],
+    )
+    back = {dest for _src, dest in layout.readable}
+    assert back == {opt_tool}

@@ -34,18 +34,22 @@ class SandboxSpec(BaseModel):
     writable: list[str] = Field(default_factory=list)
     """Paths (relative to the spec's directory) sandboxed commands may write besides the
     worktree and their private /tmp. They may not hold the run directory, the workspace or
-    your home directory."""
+    your home directory. A root harness lends them to the sandbox's unprivileged uid while a
+    command runs (chowned to it, and back to their owners after)."""
     readable: list[str] = Field(default_factory=list)
-    """Paths inside a hidden place (your home directory, the workspace) that sandboxed
-    commands may still read, e.g. a toolchain that ``PATH`` does not lead to (``~/.rustup``)."""
+    """Paths sandboxed commands may read besides what the sandbox shows of the machine (the
+    system directories, the parts of /etc programs read, the toolchains on ``PATH``), even
+    inside a hidden place such as your home directory: e.g. a toolchain that ``PATH`` does
+    not lead to (``~/.rustup``, ``/opt/sdk``)."""
     env: list[str] = Field(default_factory=list)
     """Names of environment variables passed to sandboxed commands besides PATH, HOME (a
     private directory), LANG, LC_*, TZ, TERM and TMPDIR. Secret-looking names are refused."""
     address_space_mb: int = Field(default=8192, ge=0)
     """Address-space limit of each sandboxed process, in MiB (0: no limit)."""
     processes: int = Field(default=4096, ge=0)
-    """Process limit (RLIMIT_NPROC, counted per user; the kernel does not apply it to root).
-    0: no limit."""
+    """Process limit (RLIMIT_NPROC). The kernel counts it per user and does not apply it to
+    root: a root harness's sandbox runs as an unprivileged uid of its own, shared by every
+    sandbox of the machine, so the limit binds there too. 0: no limit."""
     file_size_mb: int = Field(default=4096, ge=0)
     """Largest file a sandboxed process may write, in MiB (0: no limit)."""
     bytecode: bool = False
