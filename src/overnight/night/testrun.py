@@ -175,6 +175,9 @@ class WithAdditions:
     ) -> list[str]:
         return self.inner.command(argv, cwd=cwd, info_fd=info_fd, files=[*files, *self.files])
 
+    def release(self, cwd: Path) -> None:
+        self.inner.release(cwd)
+
 
 def confined(
     inner: Confinement,
