@@ -974,7 +974,9 @@ class Night:
         result = write_result(self.run_dir, result, self.spec.alerts, self.trace)
         if self.persist:
             self.worktree.drop_checkout()
-            if not result.resumable:
+            # A task held for a person's answer runs again on a resume once its effects are
+            # resolved, whatever the ending: such a night keeps its worktree.
+            if not result.resumable and not any(p.held_for for p in self.state.parked):
                 self.remove_worktree()
             self.state.close(stop.reason)
             try:
