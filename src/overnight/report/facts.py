@@ -518,7 +518,7 @@ def _work(r: TerminalResult) -> WorkFacts:
         head=b.head[:12] if b.head else None,
         worktree=b.worktree,
         worktree_kept="kept for a resume"
-        if r.resumable
+        if r.resumable or any(p.held_for for p in r.plan.parked)
         else "removed when the night ended, as it cannot be resumed; the branch stays",
         diff_stat=b.diff_stat.rstrip() if b.diff_stat.strip() else "",
         sandbox=sandbox_line(r),
