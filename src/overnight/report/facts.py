@@ -176,18 +176,21 @@ def sandbox_line(r: TerminalResult) -> str:
 
 
 def command_note(v: VerifiedTask) -> str:
-    """What a verified command task's own command did, when it did not simply exit 0, and a
-    verify judged from its exit code only."""
-    notes = []
+    """What a verified command task's own command did, when it did not simply exit 0, how
+    its verify was judged when that was from its exit code only, and what of the test runner
+    its files reach into; empty when there is nothing to say."""
+    done = []
     if v.command_timed_out:
-        notes.append("its command timed out")
+        done.append("its command timed out")
     elif v.command_exit_code not in (None, 0):
-        notes.append(f"its command exited {v.command_exit_code}")
+        done.append(f"its command exited {v.command_exit_code}")
     if v.evidence == "exit_code_only":
-        notes.append("verify judged from the exit code only")
+        done.append("its verify passed, judged from its exit code only")
+    elif done:
+        done.append("its verify passed")
     if v.touches_runner:
-        notes.append(f"touches the test runner ({', '.join(v.touches_runner[:5])}): read its diff")
-    return "; ".join(notes)
+        done.append(f"touches the test runner ({', '.join(v.touches_runner[:5])}): read its diff")
+    return "; ".join(done)
 
 
 def predicate_state(p: PredicateBlock) -> str:

@@ -121,7 +121,7 @@ def render_markdown_facts(f: ReportFacts) -> str:
     out.append("")
     for v in t.verified:
         landed = f"commit `{v.short_commit}`" if v.commit else "verified, nothing to commit"
-        note = f" ({v.note}; its verify passed)" if v.note else ""
+        note = f" ({v.note})" if v.note else ""
         out.append(
             f"- {md_code(v.id)} {md_code(v.title)} - {landed}, {v.attempts} attempt(s), "
             f"{v.via_said}{note}"
