@@ -7,7 +7,6 @@ The only part of ``estimate/`` that reads files (run directories, the index) and
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,36 +15,20 @@ from pydantic import ValidationError
 
 from overnight.core.errors import ConfigError
 from overnight.estimate.facts import FACTS_VERSION, WorkloadFacts, Workspace, workload_facts
-from overnight.process import scrubbed_env
+from overnight.night import git
 from overnight.store.index import indexed_runs, record_workload, resolve_run, workload_records
 from overnight.store.journal import read_intact_records
 from overnight.store.rundir import RunDir, read_json
 
 
-def _git(path: Path, *args: str) -> str | None:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(path), *args],
-            capture_output=True,
-            text=True,
-            env=scrubbed_env(),
-            timeout=20,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    out = done.stdout.strip()
-    return out if done.returncode == 0 and out else None
-
-
 def workspace_of(path: Path) -> Workspace:
     """A workspace known by its path, its ``origin`` remote and its first commit's tree."""
-    roots = _git(path, "rev-list", "--max-parents=0", "HEAD")
+    roots = git.answer(path, "rev-list", "--max-parents=0", "HEAD")
     first = roots.split()[-1] if roots else None
-    tree = _git(path, "rev-parse", f"{first}^{{tree}}") if first else None
+    tree = git.answer(path, "rev-parse", f"{first}^{{tree}}") if first else None
     return Workspace(
         path=str(path.absolute()),
-        remote=_git(path, "config", "--get", "remote.origin.url"),
+        remote=git.answer(path, "config", "--get", "remote.origin.url"),
         root_tree=tree,
     )
 

@@ -134,6 +134,16 @@ def in_repo(repo: Path, *args: str) -> str:
     return text(run(["-C", str(repo), *args], cwd=repo))
 
 
+def answer(repo: Path, *args: str) -> str | None:
+    """``git -C repo <args>``'s output, stripped, on the user's own checkout or a copy the
+    harness made of it; None when git is missing or fails."""
+    try:
+        done = raw(["-C", str(repo), *args], cwd=repo)
+    except (OSError, WorkspaceError):
+        return None
+    return text(done.stdout).strip() if done.returncode == 0 else None
+
+
 def bare_args(git_dir: Path, *args: str) -> list[str]:
     return ["--bare", f"--git-dir={git_dir}", *args]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -20,7 +19,7 @@ from typing import Any
 from overnight import api
 from overnight.config.spec import Spec
 from overnight.core.errors import ConfigError
-from overnight.process import scrubbed_env
+from overnight.night import git
 from overnight.replay.model import Divergence, ReplayModel
 from overnight.store.answers import ANSWERS_FILE, placeholders
 from overnight.store.journal import read_intact_records
@@ -52,18 +51,6 @@ class Recording:
     files."""
 
 
-def _git(cwd: Path, *args: str) -> str | None:
-    done = subprocess.run(
-        ["git", "-C", str(cwd), *args],
-        capture_output=True,
-        text=True,
-        env=scrubbed_env(),
-        timeout=120,
-        check=False,
-    )
-    return done.stdout.strip() if done.returncode == 0 else None
-
-
 def verdicts_of(trace: Path) -> list[list[str]]:
     return [
         [str(e.get("task")), str(e.get("event")), str(e.get("outcome", ""))]
@@ -91,7 +78,9 @@ def recording_of_run(path: Path) -> Recording:
     branch = result.get("branch") or {}
     workspace = str(read_json(rd.manifest).get("workspace") or "")
     head = branch.get("head")
-    tree = _git(Path(workspace), "rev-parse", f"{head}^{{tree}}") if workspace and head else None
+    tree = (
+        git.answer(Path(workspace), "rev-parse", f"{head}^{{tree}}") if workspace and head else None
+    )
     return Recording(
         name=str(result.get("run_id") or path.name),
         spec=read_json(rd.spec),
@@ -102,7 +91,7 @@ def recording_of_run(path: Path) -> Recording:
         tree=tree,
         workspace=workspace or None,
         base_commit=branch.get("base_commit"),
-        base_tree=_git(Path(workspace), "rev-parse", f"{branch.get('base_commit')}^{{tree}}")
+        base_tree=git.answer(Path(workspace), "rev-parse", f"{branch.get('base_commit')}^{{tree}}")
         if workspace and branch.get("base_commit")
         else None,
     )
@@ -198,19 +187,15 @@ def _workspace(rec: Recording, into: Path) -> Path:
         return copy
     if rec.workspace is None or rec.base_commit is None:
         raise ConfigError("RUN", "the run records no workspace or base commit", "")
-    done = subprocess.run(
-        ["git", "clone", "-q", "--no-hardlinks", rec.workspace, str(copy)],
-        capture_output=True,
-        text=True,
-        env=scrubbed_env(),
-        timeout=600,
-        check=False,
-    )
-    if done.returncode != 0 or _git(copy, "reset", "-q", "--hard", rec.base_commit) is None:
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    # A clone of the user's own repository by its path: the one transport this git allows.
+    clone = ["-c", "protocol.file.allow=always", "clone", "-q", "--no-hardlinks"]
+    done = git.raw([*clone, rec.workspace, str(copy)], cwd=copy.parent)
+    if done.returncode != 0 or git.answer(copy, "reset", "-q", "--hard", rec.base_commit) is None:
         raise ConfigError(
             "RUN",
             f"the workspace {rec.workspace} at the run's base commit {rec.base_commit} cannot "
-            f"be copied: {done.stderr.strip()[:300]}",
+            f"be copied: {git.text(done.stderr).strip()[:300]}",
             "replay on the machine, and with the repository, the run was made on",
         )
     return copy
@@ -242,7 +227,7 @@ def replay(rec: Recording, into: Path | None = None) -> ReplayReport:
     model = ReplayModel(rec.answers, names)
     result = api.run(spec, run_dir=run_dir, model=model)
     head = result.branch.head
-    tree = _git(copy, "rev-parse", f"{head}^{{tree}}") if head else None
+    tree = git.answer(copy, "rev-parse", f"{head}^{{tree}}") if head else None
     verified = [v.id for v in result.verified]
     divergence = model.divergence
     if divergence is None and model.answered < len(rec.answers):
@@ -260,7 +245,7 @@ def replay(rec: Recording, into: Path | None = None) -> ReplayReport:
         and verified == rec.verified
         and (rec.tree is None or tree == rec.tree)
     )
-    start = _git(copy, "rev-parse", "HEAD^{tree}")
+    start = git.answer(copy, "rev-parse", "HEAD^{tree}")
     changed = rec.base_tree is not None and start != rec.base_tree
     notes = (
         "the workspace copy does not start from the recorded base tree: its files differ "
