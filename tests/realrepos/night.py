@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.attacks.night import API_KEY, FAKE_PRICES
+from tests.attacks.night import API_KEY, FAKE_PRICES, Outcome
 from tests.helpers.kills import overnight
 from tests.helpers.nights import cli_env, git
 from tests.helpers.toml import dumps
@@ -24,14 +23,6 @@ from tests.realrepos.corpus import Package, unpack
 PROJECT = Path(__file__).resolve().parents[2]
 
 TOOLS = ["read_file", "list_files", "search_text", "edit_file", "write_file", "run_command"]
-
-
-@dataclass
-class Outcome:
-    exit_code: int
-    result: dict[str, Any]
-    stdout: str
-    stderr: str
 
 
 class RealRepoNight:

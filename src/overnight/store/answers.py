@@ -23,7 +23,7 @@ from overnight.core.errors import DiskFull
 from overnight.models.types import ModelRequest, ModelResponse
 from overnight.process import secret_values
 from overnight.store.journal import Journal
-from overnight.store.trace import redact
+from overnight.store.trace import redact, replaced
 
 ANSWERS_VERSION = 1
 ANSWERS_FILE = "answers.jsonl"
@@ -43,15 +43,8 @@ def placeholders(run_dir: Path, workspace: Path, run_id: str, branch: str) -> li
 
 
 def normalized(value: Any, names: Sequence[tuple[str, str]]) -> Any:
-    if isinstance(value, str):
-        for real, placeholder in names:
-            value = value.replace(real, placeholder)
-        return value
-    if isinstance(value, dict):
-        return {k: normalized(v, names) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [normalized(v, names) for v in value]
-    return value
+    """``value`` with the run's own names written as their placeholders."""
+    return replaced(value, names)
 
 
 def request_record(

@@ -6,7 +6,7 @@ variables before it is written.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,17 +19,23 @@ REDACTED = "[redacted]"
 __all__ = ["REDACTED", "Trace", "redact", "secret_values"]
 
 
-def redact(value: Any, secrets: list[str]) -> Any:
+def replaced(value: Any, pairs: Sequence[tuple[str, str]]) -> Any:
+    """``value`` (JSON-like) with each ``(old, new)`` of ``pairs`` replaced, in order, in
+    every string it holds."""
     if isinstance(value, str):
-        for secret in secrets:
-            if secret in value:
-                value = value.replace(secret, REDACTED)
+        for old, new in pairs:
+            if old in value:
+                value = value.replace(old, new)
         return value
     if isinstance(value, dict):
-        return {k: redact(v, secrets) for k, v in value.items()}
+        return {k: replaced(v, pairs) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [redact(v, secrets) for v in value]
+        return [replaced(v, pairs) for v in value]
     return value
+
+
+def redact(value: Any, secrets: list[str]) -> Any:
+    return replaced(value, [(secret, REDACTED) for secret in secrets])
 
 
 class Trace:
