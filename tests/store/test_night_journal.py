@@ -35,10 +35,14 @@ def test_a_night_killed_in_flight_resumes_from_its_journal(tmp_path: Path) -> No
     repo = make_repo(tmp_path / "repo")
     started, effects = tmp_path / "started", tmp_path / "effects"
     block = f"echo t_block >> '{effects}'; echo a > a.txt; touch '{started}'; sleep 30"
+    # A journal that outgrows its snapshot is compacted; the saves' sizes vary with the
+    # seconds they record, so a long title keeps the snapshot well above the few saves made
+    # before the kill, and the kill always finds a journal.
+    long = "x" * 8000
     tasks = [
         command_task("t_first", "echo f > f.txt", "test -f f.txt", value=3.0),
         command_task("t_block", block, "test -f a.txt", value=2.0),
-        command_task("t_last", "echo b > b.txt", "test -f b.txt", value=1.0),
+        command_task("t_last", "echo b > b.txt", "test -f b.txt", value=1.0, title=long),
     ]
     spec = write_spec(
         tmp_path / "night.toml",
