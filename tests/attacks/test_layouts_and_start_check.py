@@ -117,12 +117,14 @@ def test_a_predicate_that_collects_no_test_refuses_the_night(night: AttackNight)
 def test_the_reporter_is_unreadable_to_the_checkout_and_lost_with_the_run(
     night: AttackNight,
 ) -> None:
-    # Nothing of the harness's reporter is left in the worktree, the checkout or /tmp.
-    before = set(subprocess.run(["ls", "/tmp"], capture_output=True, text=True).stdout.split())
+    # Nothing of the harness's reporter is left in the worktree, the checkout or the
+    # harness's temporary directory (its own here: other nights may share the machine's /tmp).
+    night.harness_tmp = night.tmp / "harness-tmp"
+    night.harness_tmp.mkdir()
     outcome = night.play([write("calc.py", SRC_FIXED)])
     assert outcome.result["stop_reason"] == "GOAL_MET"
-    after = set(subprocess.run(["ls", "/tmp"], capture_output=True, text=True).stdout.split())
-    assert not [n for n in after - before if n.startswith("overnight-evidence-")]
+    assert "verify_evidence" in (night.run_dir / "trace.jsonl").read_text()  # the reporter ran
+    assert not [p.name for p in night.harness_tmp.iterdir() if "evidence" in p.name]
     assert TEST in (night.repo / "tests" / "test_calc.py").read_text()
 
 
