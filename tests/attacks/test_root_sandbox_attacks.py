@@ -1,7 +1,9 @@
-"""Attacks on a sandbox started by a root harness (CI runs as root): files only root may read,
-a fork bomb, the uid the model's code has. Each is a whole night through the CLI, the model's
-code run by ``run_command``; against a sandbox that mapped its inside to root, every one of
-them worked."""
+"""Attacks on the sandbox's identity: files only root may read, a fork bomb, the uid the
+model's code has. Each is a whole night through the CLI, the model's code run by
+``run_command``; against a root harness whose sandbox mapped its inside to root, every one of
+them worked. They hold for a harness that is not root too (``scripts/unprivileged-tests``),
+but for the one that lends a root-only file through ``readable``: a user's own files are
+theirs to show."""
 
 from __future__ import annotations
 
@@ -16,10 +18,6 @@ from pathlib import Path
 import pytest
 
 from tests.attacks.night import FIXED, AttackNight, run, write
-
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0, reason="attacks on a root harness's sandbox: the harness is not root"
-)
 
 KEY = "svc-key-ATTACK-CANARY-0600-4be1"
 
@@ -88,6 +86,9 @@ def test_root_only_files_do_not_reach_the_model(night: AttackNight, service_dir:
     night.assert_contained(outcome)
 
 
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="the file is the harness's user's own: not root-only to its sandbox"
+)
 def test_a_root_only_file_in_a_readable_place_stays_unreadable(
     tmp_path: Path, service_dir: Path
 ) -> None:
@@ -109,12 +110,14 @@ def test_a_root_only_file_in_a_readable_place_stays_unreadable(
 
 
 def test_a_fork_bomb_meets_the_process_limit(tmp_path: Path) -> None:
-    night = AttackNight(tmp_path, sandbox={"processes": 24})
+    # Room for what else the sandbox's uid runs (another night, or the harness when it is
+    # not root), far below the 200 forks.
+    night = AttackNight(tmp_path, sandbox={"processes": 64})
     outcome = night.play([write("bomb.py", BOMB), run("python3 bomb.py"), write("calc.py", FIXED)])
     said = night.tool_results()  # the script's own text is in it too: match what it printed
     stopped = re.search(r"EAGAIN after (\d+)", said)
     assert stopped is not None, "the bomb was not stopped by [sandbox] processes"
-    assert int(stopped.group(1)) < 24 and "forked all 200" not in said
+    assert int(stopped.group(1)) < 64 and "forked all 200" not in said
     assert outcome.result["stop_reason"] == "GOAL_MET"
     night.assert_contained(outcome)
 

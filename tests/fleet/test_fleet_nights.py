@@ -128,10 +128,26 @@ def test_a_worker_killed_mid_night_is_resumed_on_another_without_redoing(
         r = result_of(run)
         assert r["plan"]["done"] == [f"f{i}" for i in range(8)]
         trace = [json.loads(x) for x in (run / "trace.jsonl").read_text().splitlines()]
-        resumed = [e for e in trace if e.get("decision") == "resumed"]
+        resumed = [i for i, e in enumerate(trace) if e.get("decision") == "resumed"]
         assert len(resumed) == 1
-        started = [e["task"] for e in trace if e["kind"] == "task_started"]
-        assert len(started) == len(set(started)), "a task was started twice"
+        before, after = trace[: resumed[0]], trace[resumed[0] :]
+
+        def tasks(events: list[dict[str, Any]], event: str, **extra: str) -> list[str]:
+            return [
+                e["task"]
+                for e in events
+                if e["kind"] == "task"
+                and e.get("event") == event
+                and all(e.get(k) == v for k, v in extra.items())
+            ]
+
+        verified = tasks(before, "verified", outcome="done")
+        assert verified, "the worker was lost before any task was done: nothing to redo"
+        assert not set(verified) & set(tasks(after, "started")), "a done task was started again"
+        # Every task was started, and none twice but the one cut off in flight.
+        started = tasks(trace, "started")
+        assert set(started) == {f"f{i}" for i in range(8)}
+        assert len(started) - len(set(started)) <= 1
         assert time.monotonic() - killed_at < 60
         assert not marked_pids(first.mark)
         assert second.stop() == 0
