@@ -20,6 +20,12 @@ if os.environ.get("PATH", "").split(os.pathsep)[0] != _HERE:
     os.environ["PATH"] = os.pathsep.join([_HERE, os.environ.get("PATH", os.defpath)])
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    # One worker more than cores: a test spends much of its time waiting on the processes
+    # it started (nights, sandboxes, git), and the extra worker fills that time.
+    return (os.cpu_count() or 1) + 1
+
+
 @pytest.fixture(autouse=True)
 def _isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

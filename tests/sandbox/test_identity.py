@@ -165,10 +165,22 @@ def test_the_machine_is_an_allowlist(tmp_path: Path) -> None:
     place = tmp_path  # under /tmp, private inside: nothing of /var is on the way to it
     (place / "run" / "worktree").mkdir(parents=True)
     sb = sandbox(place)
-    hidden = (
-        "/var /srv /home /opt /mnt /boot /sys /run /etc/shadow /etc/gshadow /etc/ssh "
-        "/etc/sudoers /root/.bash_history /root/.ssh"
-    ).split()
+    hidden = [
+        "/var",
+        "/srv",
+        "/home",
+        "/opt",
+        "/mnt",
+        "/boot",
+        "/sys",
+        "/run",
+        "/etc/shadow",
+        "/etc/gshadow",
+        "/etc/ssh",
+        "/etc/sudoers",
+        "/root/.bash_history",
+        "/root/.ssh",
+    ]
     prefixes = [Path(p) for p in {sys.prefix, sys.base_prefix}]
     on_the_way = {
         p: sorted({q.relative_to(p).parts[0] for q in prefixes if Path(p) in q.parents})
