@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     # One worker more than cores: a test spends much of its time waiting on the processes
     # it started (nights, sandboxes, git), and the extra worker fills that time.
     return (os.cpu_count() or 1) + 1
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The same for what module- and session-scoped fixtures run, before any test's own."""
+    home = tmp_path_factory.mktemp("session-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("OVERNIGHT_HOME", str(home / ".overnight"))
+        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        patch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+        yield
 
 
 @pytest.fixture(autouse=True)
