@@ -27,14 +27,18 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return (os.cpu_count() or 1) + 1
 
 
+def _isolate(patch: pytest.MonkeyPatch, home: Path) -> None:
+    """No run lands in the real ~/.overnight, and no global git config leaks in."""
+    patch.setenv("OVERNIGHT_HOME", str(home / ".overnight"))
+    patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    patch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _isolated_session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """The same for what module- and session-scoped fixtures run, before any test's own."""
-    home = tmp_path_factory.mktemp("session-home")
+    """For what module- and session-scoped fixtures run, before any test's own home."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("OVERNIGHT_HOME", str(home / ".overnight"))
-        patch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        patch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+        _isolate(patch, tmp_path_factory.mktemp("session-home"))
         yield
 
 
@@ -42,11 +46,8 @@ def _isolated_session_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 def _isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No run lands in the real ~/.overnight, and no global git config leaks in."""
-    home = tmp_path_factory.mktemp("home")
-    monkeypatch.setenv("OVERNIGHT_HOME", str(home / ".overnight"))
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    """A home of each test's own."""
+    _isolate(monkeypatch, tmp_path_factory.mktemp("home"))
 
 
 @pytest.fixture

@@ -74,6 +74,18 @@ class Outcome:
     stderr: str
 
 
+def play_cli(
+    args: tuple[str | Path, ...], *, cwd: Path, env: dict[str, str], run_dir: Path, timeout: float
+) -> Outcome:
+    """``overnight *args`` as a subprocess, and the result.json it left in ``run_dir``."""
+    proc = subprocess.run(
+        overnight(*args), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+    result_file = run_dir / "result.json"
+    result = json.loads(result_file.read_text()) if result_file.exists() else {}
+    return Outcome(proc.returncode, result, proc.stdout, proc.stderr)
+
+
 @dataclass
 class AttackNight:
     tmp: Path
@@ -176,17 +188,7 @@ class AttackNight:
         return self.cli("run", self.spec_path, "--run-dir", self.run_dir, *args)
 
     def cli(self, *args: str | Path) -> Outcome:
-        proc = subprocess.run(
-            overnight(*args),
-            cwd=self.tmp,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        result_file = self.run_dir / "result.json"
-        result = json.loads(result_file.read_text()) if result_file.exists() else {}
-        return Outcome(proc.returncode, result, proc.stdout, proc.stderr)
+        return play_cli(args, cwd=self.tmp, env=self.env(), run_dir=self.run_dir, timeout=300)
 
     # -- what is left ------------------------------------------------------------------------
 

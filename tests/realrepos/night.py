@@ -14,8 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.attacks.night import API_KEY, FAKE_PRICES, Outcome
-from tests.helpers.kills import overnight
+from tests.attacks.night import API_KEY, FAKE_PRICES, Outcome, play_cli
 from tests.helpers.nights import cli_env, git
 from tests.helpers.toml import dumps
 from tests.realrepos.corpus import Package, unpack
@@ -113,17 +112,8 @@ class RealRepoNight:
             HOSTILE_LOG=str(self.log),
             OVERNIGHT_HOME=str(self.tmp / "home"),
         )
-        proc = subprocess.run(
-            overnight("run", self.spec_path, "--run-dir", self.run_dir, "--quiet"),
-            cwd=self.tmp,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
-        result_file = self.run_dir / "result.json"
-        result = json.loads(result_file.read_text()) if result_file.exists() else {}
-        return Outcome(proc.returncode, result, proc.stdout, proc.stderr)
+        args = ("run", self.spec_path, "--run-dir", self.run_dir, "--quiet")
+        return play_cli(args, cwd=self.tmp, env=env, run_dir=self.run_dir, timeout=900)
 
     # -- what reached the branch ---------------------------------------------------------
 
