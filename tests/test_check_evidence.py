@@ -44,8 +44,9 @@ def check(
     base: BaseTests | None = None,
     plugins: tuple[str, ...] = (),
     sandbox: Confinement | None = None,
+    complete: bool = False,
 ) -> tuple[int | None, Judgement, BaseTests]:
-    with pytest_evidence(plugins) as evidence:
+    with pytest_evidence(plugins, complete=complete) as evidence:
         if sandbox is not None:
             result = run_command(
                 command,
@@ -64,12 +65,12 @@ def check(
 def test_a_fix_is_met_and_a_platform_skip_on_the_base_stays_allowed(tmp_path: Path) -> None:
     code, judged, base = check(project(tmp_path / "base", BUGGY))
     assert code == 1 and not judged.met and "test_add" in judged.verdict
-    assert base.allowed == {
-        "tests/test_calc.py::test_elsewhere": "skip mark on the base commit (only on nowhere)"
+    assert {n: s.said() for n, s in base.skipped.items()} == {
+        "tests/test_calc.py::test_elsewhere": "skipped at a mark: only on nowhere"
     }
     code, judged, _ = check(project(tmp_path / "fixed", FIXED), base=base)
     assert code == 0 and judged.met
-    assert judged.verdict == "met: 2 passed, 1 allowed to skip as on the base commit"
+    assert judged.verdict == "met: 2 passed; 1 skipped as on the base commit (1: only on nowhere)"
 
 
 def test_a_planted_dist_info_plugin_forcing_exit_0_is_not_met_on_its_own(tmp_path: Path) -> None:
@@ -145,3 +146,178 @@ def test_a_plugin_the_tests_need_loads_only_when_listed(tmp_path: Path) -> None:
     _, _, base = check(root, plugins=("anyio",))
     code, judged, _ = check(root, plugins=("anyio",), base=base)
     assert code == 0 and judged.verdict.startswith("met: 3 passed"), judged.verdict
+
+
+# A suite as real ones are: skips in the test body for a missing optional module (a skip after
+# a failed import, importorskip, a parametrized case), and the bug caught by the first test.
+SUITE = """import importlib
+
+import pytest
+
+from calc import add
+
+
+def test_add():
+    assert add(2, 2) == 4
+
+
+def test_numpy_sum():
+    try:
+        import numpy_missing_here
+    except ImportError:
+        pytest.skip("numpy is not installed")
+    assert numpy_missing_here
+
+
+def test_pandas_frame():
+    pandas = pytest.importorskip("pandas_missing_here")
+    assert pandas
+
+
+@pytest.mark.parametrize("name", ["json", "dbm_missing_gnu"])
+def test_modules(name):
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pytest.skip(f"no module {name}")
+    assert add(1, 1) == 2
+
+
+def test_last():
+    assert add(0, 0) == 0
+"""
+
+
+def suite(root: Path, calc: str, extra: dict[str, str] | None = None) -> Path:
+    root.mkdir(parents=True)
+    (root / "calc.py").write_text(calc)
+    (root / "test_suite.py").write_text(SUITE)
+    for path, text in (extra or {}).items():
+        (root / path).write_text(text)
+    return root
+
+
+BODY_SKIPS = {
+    "test_suite.py::test_numpy_sum",
+    "test_suite.py::test_pandas_frame",
+    "test_suite.py::test_modules[dbm_missing_gnu]",
+}
+
+
+@pytest.mark.parametrize(
+    ("command", "config"),
+    [
+        (PYTEST + " -x", None),
+        (PYTEST + " --maxfail=1", None),
+        ("python3 -m pytest -q --sw", None),
+        (PYTEST, ("pytest.ini", "[pytest]\naddopts = -x\n")),
+        (PYTEST, ("setup.cfg", "[tool:pytest]\naddopts = --exitfirst\n")),
+        (PYTEST, ("pyproject.toml", "[tool.pytest.ini_options]\naddopts = '-x'\n")),
+    ],
+)
+def test_the_base_record_is_complete_whatever_stops_the_run_early(
+    tmp_path: Path, command: str, config: tuple[str, str] | None
+) -> None:
+    extra = dict([config]) if config else None
+    base_root = suite(tmp_path / "base", BUGGY, extra)
+    # As written, the run stops at the bug: every test after it is unknown.
+    _, _, partial = check(base_root, command)
+    assert not partial.complete and partial.ran == ["test_suite.py::test_add"]
+    _, judged, base = check(base_root, command, complete=True)
+    assert not judged.met and base.complete and base.neutralized
+    assert set(base.skipped) == BODY_SKIPS
+    assert set(base.ran) == {
+        "test_suite.py::test_add",
+        "test_suite.py::test_modules[json]",
+        "test_suite.py::test_last",
+    }
+    code, judged, _ = check(suite(tmp_path / "fixed", FIXED, extra), command, base)
+    assert code == 0 and judged.met, judged.verdict
+    assert judged.verdict.startswith("met: 3 passed; 3 skipped as on the base commit (")
+    assert "1: numpy is not installed" in judged.verdict
+    assert "1: no module dbm_missing_gnu" in judged.verdict
+
+
+def test_a_test_that_failed_on_the_base_taking_the_suites_own_skip_path_is_not_met(
+    tmp_path: Path,
+) -> None:
+    # The agent makes an import fail so that a test that failed on the base skips "for the
+    # environment": test_modules[json] imports a module of the project here.
+    tests = SUITE.replace('["json", "dbm_missing_gnu"]', '["calc", "dbm_missing_gnu"]')
+    tests = tests.replace("from calc import add", "add = int.__add__")
+    buggy = BUGGY + "assert add(1, 1) == 2\n"  # importing calc fails its check on the base
+    base_root = suite(tmp_path / "base", buggy)
+    (base_root / "test_suite.py").write_text(tests)
+    _, _, base = check(base_root, PYTEST + " -x", complete=True)
+    assert "test_suite.py::test_modules[calc]" in base.ran
+    forged = suite(tmp_path / "forged", FIXED + "raise ImportError('calc is unavailable')\n")
+    (forged / "test_suite.py").write_text(tests)
+    code, judged, _ = check(forged, PYTEST + " -x", base)
+    assert code == 0 and not judged.met
+    assert "test_suite.py::test_modules[calc]" in judged.verdict
+    assert "ran on the base commit" in judged.verdict
+
+
+UNITTEST_SUITE = """import sys
+import unittest
+
+from calc import add
+
+
+class TestCalc(unittest.TestCase):
+    def test_add(self):
+        self.assertEqual(add(2, 2), 4)
+
+    @unittest.skipIf(sys.platform != "nowhere", "only on nowhere")
+    def test_platform(self):
+        self.fail()
+
+    @unittest.skipUnless(sys.platform == "nowhere", "needs nowhere")
+    def test_unless(self):
+        self.fail()
+
+    def test_optional(self):
+        try:
+            import numpy_missing_here  # noqa: F401
+        except ImportError:
+            self.skipTest("numpy is not installed")
+
+    @unittest.expectedFailure
+    def test_known_bug(self):
+        self.assertEqual(1, 2)
+
+
+@unittest.skip("the whole class is for another platform")
+class TestElsewhere(unittest.TestCase):
+    def test_x(self):
+        self.fail()
+"""
+
+
+def test_a_unittest_suite_run_by_pytest_keeps_its_own_skips_and_expected_failures(
+    tmp_path: Path,
+) -> None:
+    base_root = suite(tmp_path / "base", BUGGY)
+    (base_root / "test_suite.py").write_text(UNITTEST_SUITE)
+    _, judged, base = check(base_root, PYTEST + " -x", complete=True)
+    assert not judged.met
+    assert base.ran == ["test_suite.py::TestCalc::test_add"]
+    assert {n.rsplit("::", 1)[1]: s.where for n, s in base.skipped.items()} == {
+        "test_platform": "mark",
+        "test_unless": "mark",
+        "test_optional": "test_suite.py:23",
+        "test_known_bug": "mark",
+        "test_x": "mark",
+    }
+    fixed = suite(tmp_path / "fixed", FIXED)
+    (fixed / "test_suite.py").write_text(UNITTEST_SUITE)
+    code, judged, _ = check(fixed, PYTEST + " -x", base)
+    assert code == 0 and judged.met, judged.verdict
+    assert "1 xfailed as on the base commit" in judged.verdict
+    # skipTest moved to another line (or for another reason): not the base's skip
+    moved = suite(tmp_path / "moved", FIXED)
+    (moved / "test_suite.py").write_text(
+        UNITTEST_SUITE.replace("    def test_optional(self):\n", "    def test_optional(self):\n\n")
+    )
+    code, judged, _ = check(moved, PYTEST + " -x", base)
+    assert code == 0 and not judged.met and "test_optional" in judged.verdict

@@ -87,15 +87,69 @@ def test_fewer_tests_than_on_the_base_is_not_met() -> None:
     assert f"deselected: {B}" in judge(run, 0, base).verdict
 
 
-def test_a_skip_the_base_commit_had_at_set_up_stays_allowed() -> None:
-    on_base = session(passing(A), phase(B, "setup", "skipped", "skip"), status=0)
-    base = base_tests("pytest", "c", on_base)
-    assert base.allowed == {B: "skipped at set-up on the base commit"}
-    j = judge(session(passing(A), phase(B, "setup", "skipped", "skip")), 0, base)
-    assert j.met and j.allowed == (f"{B} (skipped at set-up on the base commit)",)
-    # Skipped when the test ran, not at set-up: the code under test did it.
-    call_skip = [*phase(B, "setup", "passed"), *phase(B, "call", "skipped", "skip")]
-    assert base_tests("pytest", "c", session(passing(A), call_skip)).allowed == {}
+def skip_in(nodeid: str, when: str, where: str, reason: str, raised: str = "skip") -> list[dict]:
+    """``nodeid`` skipped in phase ``when`` by a ``skip`` call at ``where``."""
+    site = {"where": where, "reason": reason}
+    done = [*phase(nodeid, "setup", "passed")] if when == "call" else []
+    return [*done, *phase(nodeid, when, "skipped", raised, skip=site)]
+
+
+def test_a_skip_the_base_commit_had_in_any_phase_stays_allowed_at_the_same_place() -> None:
+    for when in ("setup", "call"):
+        skipped = skip_in(B, when, "tests/test_a.py:12", "no module named numpy")
+        base = base_tests("pytest", "c", session(passing(A), skipped))
+        assert base.ran == [A] and base.skipped[B].where == "tests/test_a.py:12"
+        j = judge(session(passing(A), skipped), 0, base)
+        assert j.met, j.verdict
+        assert (
+            j.verdict == "met: 1 passed; 1 skipped as on the base commit (1: no module named numpy)"
+        )
+        assert [(g.reason, g.tests) for g in j.stayed] == [("no module named numpy", (B,))]
+
+
+def test_a_skip_elsewhere_or_for_another_reason_than_on_the_base_is_not_met() -> None:
+    base = base_tests("pytest", "c", session(passing(A), skip_in(B, "call", "t.py:12", "no numpy")))
+    for where, reason in (("t.py:13", "no numpy"), ("calc.py:3", "no numpy"), ("t.py:12", "nope")):
+        j = judge(session(passing(A), skip_in(B, "call", where, reason)), 0, base)
+        assert not j.met and B in j.verdict and "otherwise than on the base" in j.verdict
+    # a skip whose place the run did not say is not the base's either
+    j = judge(session(passing(A), [*phase(B, "setup", "passed"), *phase(B, "call", "skipped")]),
+              0, base)  # fmt: skip
+    assert not j.met and B in j.verdict
+
+
+def test_a_test_that_ran_on_the_base_may_not_take_a_skip_path() -> None:
+    failed = [*phase(B, "setup", "passed"), *phase(B, "call", "failed", "error: AssertionError")]
+    for on_base in (failed, passing(B)):
+        base = base_tests("pytest", "c", session(passing(A), on_base, status=1))
+        assert B in base.ran and B not in base.skipped
+        for now in (skip_in(B, "call", "t.py:12", "no numpy"), skip_in(B, "setup", "t.py:3", "x")):
+            j = judge(session(passing(A), now), 0, base)
+            assert not j.met and "ran on the base commit" in j.verdict and B in j.verdict
+
+
+def test_what_stayed_skipped_is_grouped_by_reason_with_counts() -> None:
+    ids = [f"t.py::test_{i}" for i in range(40)]
+    tests = [skip_in(n, "call", "t.py:5", "numpy is not installed") for n in ids[:33]]
+    tests += [skip_in(n, "call", "t.py:9", "no module dbm.gnu") for n in ids[33:35]]
+    tests += [passing(n) for n in ids[35:]]
+    run = session(*tests, collected=tuple(ids))
+    j = judge(run, 0, base_tests("pytest", "c", run))
+    assert j.met
+    assert j.verdict == (
+        "met: 5 passed; 35 skipped as on the base commit "
+        "(33: numpy is not installed; 2: no module dbm.gnu)"
+    )
+    assert [len(g.tests) for g in j.stayed] == [33, 2]
+
+
+def test_a_record_of_a_run_stopped_early_is_not_complete() -> None:
+    run = session(passing(A), passing(B))
+    assert not base_tests("pytest", "c", run).complete
+    events: list[dict] = [{"kind": "started", "complete": True, "neutralized": ["maxfail=1"]}]
+    events += [*passing(A), {"kind": "finished", "exitstatus": 0}]
+    record = base_tests("pytest -x", "c", read_run(lines(*events)))
+    assert record.complete and record.neutralized == ["maxfail=1"]
 
 
 def test_an_xfail_mark_turns_a_raise_into_an_expected_failure_only_with_the_mark() -> None:

@@ -27,6 +27,7 @@ from overnight.core.errors import ConfigError, WorkspaceError
 from overnight.core.evidence import judge
 from overnight.core.protect import ChangedPath, Protection, build_protection
 from overnight.core.resume import VerifyOutcome, outcome_of_exit, runs_pytest
+from overnight.core.suite import record_for
 from overnight.core.tasks import CompletedTask, Task
 from overnight.core.text import printable
 from overnight.night.planner import verify_prefixes
@@ -289,9 +290,9 @@ def _rerun(
     outcome = outcome_of_exit(result.exit_code, command)
     said = f"exit {result.exit_code}" if not result.timed_out else f"timed out after {timeout:g} s"
     if report is not None and outcome is VerifyOutcome.DONE and landed.record is not None:
-        judged = judge(
-            report, result.exit_code, files.state.base_tests.get(landed.record.task.verify)
-        )
+        state = files.state
+        base = record_for(state.base_tests, state.base_commit, landed.record.task.verify, command)
+        judged = judge(report, result.exit_code, *(base or (None, None)))
         said = judged.verdict
         if not judged.met:
             outcome = VerifyOutcome.NOT_DONE

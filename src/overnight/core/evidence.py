@@ -14,8 +14,13 @@ a ``RunReport`` and ``judge`` decides. A run is met only when
 * nothing failed, errored, or failed to collect.
 
 Skipped, xfailed, strict-xpassed, deselected or missing tests are not met, by name, unless
-the base commit already skipped them for a reason outside the code (a skip or xfail mark,
-a skip at set-up): those are ``allowed``, recorded at start and shown in the report.
+the base commit skipped them *in the same way*: the base record (``BaseTests``, one complete
+run of the suite on the base commit, whatever the predicate's ``-x`` or ``addopts``) holds,
+for each test skipped or xfailed there, where that happened (a skip or xfail mark, or the
+file and line of the ``skip`` call, in any phase) and why. A candidate that skips such a
+test at the same place for the same reason is met, and what stayed skipped is grouped by
+reason for the report. A test that ran on the base (passed or failed) and is skipped,
+xfailed or missing here is not met, and so is one skipped here for another reason.
 
 Pure: no I/O.
 """
@@ -37,8 +42,27 @@ _RANK = {"passed": 0, "skipped": 1, "xfailed": 2, "failed": 3}
 _PHASES = ("setup", "call", "teardown")
 
 
+class SkipSite(BaseModel):
+    """Where and why a test was skipped (or xfailed): ``where`` is ``mark`` (a skip or xfail
+    mark, unittest's decorators), ``path:line`` of the innermost frame outside the runner that
+    raised it (in set-up or in the test's body), or ``test`` (raised by the runner on the
+    test's behalf)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["skip_site"] = "skip_site"
+    outcome: Literal["skipped", "xfailed"]
+    where: str
+    reason: str = ""
+
+    def said(self) -> str:
+        place = "a mark" if self.where == "mark" else self.where
+        return f"{self.outcome} at {place}: {self.reason or '(no reason)'}"
+
+
 class BaseTests(BaseModel):
-    """What a pytest command collected on the night's base commit, recorded at start."""
+    """The base record: what a pytest command ran on the night's base commit, recorded once
+    per command (or shared by every command running the same suite or a part of it)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -46,10 +70,20 @@ class BaseTests(BaseModel):
     command: str
     commit: str
     collected: list[str] = Field(default_factory=list)
-    """The tests (node ids) the command collected there, in order: each must be passed."""
+    """The tests (node ids) the command collected there, in order: each must be passed
+    (or skipped as there)."""
+    complete: bool = False
+    """Recorded with the options that stop or narrow a run turned off: every collected test
+    ran (a record without it knows only the tests that ran before the run stopped)."""
+    neutralized: list[str] = Field(default_factory=list)
+    """The options turned off for the record (``maxfail=1`` for ``-x``, ...)."""
+    skipped: dict[str, SkipSite] = Field(default_factory=dict)
+    """Tests skipped or xfailed there, with where and why: each may stay so when skipped
+    at the same place for the same reason."""
+    ran: list[str] = Field(default_factory=list)
+    """Tests that ran there (passed or failed): each must pass."""
     allowed: dict[str, str] = Field(default_factory=dict)
-    """Tests that may stay skipped (or xfailed), with why: a skip or xfail mark on the base,
-    or a skip at set-up there (a platform, a missing optional dependency)."""
+    """Older records: tests that may stay skipped, with why (a mark, a skip at set-up)."""
 
 
 @dataclass
@@ -76,6 +110,11 @@ class RunReport:
     """Lines that are not the reporter's."""
     truncated: bool = False
     """The evidence was larger than the harness reads."""
+    complete: int = 0
+    """Sessions that ran with the options that stop or narrow a run turned off."""
+    neutralized: list[str] = field(default_factory=list)
+    skips: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    """``(node id, phase)`` -> ``(where, reason)`` of a skip or xfail raised there."""
 
     def errored_at_setup(self) -> list[str]:
         """Tests whose set-up failed (a fixture not found, a plugin missing)."""
@@ -94,6 +133,30 @@ class RunReport:
         if seen["call"] is None:
             return "missing"
         return worst
+
+    def skip_site(self, nodeid: str) -> SkipSite | None:
+        """Where and why ``nodeid`` was skipped or xfailed; None when it was not, or when the
+        run did not say where."""
+        status = self.status(nodeid)
+        if status not in ("skipped", "xfailed"):
+            return None
+        outcome: Literal["skipped", "xfailed"] = "skipped" if status == "skipped" else "xfailed"
+        kind, _, reason = self.marks.get(nodeid, "").partition(":")
+        if (kind, status) in (("skip", "skipped"), ("xfail", "xfailed")):
+            # A skip mark skips at set-up (unittest's decorators: in the call, raised by the
+            # runner for the test); an xfail mark turns what the test raised into this.
+            runner_skipped = any(
+                self._phase(nodeid, w) == "skipped"
+                and (w == "setup" or self.skips.get((nodeid, w), ("test", ""))[0] == "test")
+                for w in ("setup", "call")
+            )
+            if status == "xfailed" or runner_skipped:
+                return SkipSite(outcome=outcome, where="mark", reason=reason.strip())
+        for when in _PHASES:
+            site = self.skips.get((nodeid, when))
+            if site is not None and self._phase(nodeid, when) == status:
+                return SkipSite(outcome=outcome, where=site[0], reason=site[1])
+        return None
 
     def _phase(self, nodeid: str, when: str) -> str | None:
         reported = self.phases.get((nodeid, when))
@@ -130,6 +193,11 @@ def read_run(events: Iterable[Mapping[str, Any] | None], *, truncated: bool = Fa
             off = event.get("plugins_off")
             if isinstance(off, list):
                 run.plugins_off = sorted({*run.plugins_off, *(str(n) for n in off)})
+            if event.get("complete") is True:
+                run.complete += 1
+                said = event.get("neutralized")
+                if isinstance(said, list):
+                    run.neutralized = sorted({*run.neutralized, *(str(n) for n in said)})
         elif kind == "finished" and isinstance(event.get("exitstatus"), int):
             run.finished.append(int(event["exitstatus"]))
         elif kind == "tampered" and isinstance(event.get("what"), list):
@@ -156,6 +224,10 @@ def read_run(events: Iterable[Mapping[str, Any] | None], *, truncated: bool = Fa
             outcome = _outcome(event)
             earlier_outcome = run.phases.get(key, "passed")
             run.phases[key] = max(earlier_outcome, outcome, key=_RANK.__getitem__)
+            site = event.get("skip")
+            # the frame the outermost wrapper read wins over the logged report's location
+            if isinstance(site, dict) and (key not in run.skips or event.get("seen") == "first"):
+                run.skips[key] = (str(site.get("where", "")), str(site.get("reason", "")))
         else:
             run.unreadable += 1
     # A test reported without being collected here ran elsewhere (an xdist worker).
@@ -173,18 +245,61 @@ def _outcome(event: Mapping[str, Any]) -> str:
 
 
 def base_tests(command: str, commit: str, run: RunReport) -> BaseTests:
-    """What the base commit's run says the night must make pass, and what may stay
-    skipped."""
-    allowed: dict[str, str] = {}
+    """The base record of ``command`` from its run on the base commit: what ran there (to be
+    passed), and what was skipped there, where and why (which may stay so)."""
+    skipped: dict[str, SkipSite] = {}
+    ran: list[str] = []
     for nodeid in run.collected:
-        mark = run.marks.get(nodeid)
-        if mark is not None:
-            allowed[nodeid] = f"{mark.split(':', 1)[0]} mark on the base commit" + (
-                f" ({mark.split(':', 1)[1].strip()})" if mark.split(":", 1)[1].strip() else ""
-            )
-        elif run.phases.get((nodeid, "setup")) == "skipped":
-            allowed[nodeid] = "skipped at set-up on the base commit"
-    return BaseTests(command=command, commit=commit, collected=run.collected, allowed=allowed)
+        status = run.status(nodeid)
+        if status in ("passed", "failed"):
+            ran.append(nodeid)
+        site = run.skip_site(nodeid)
+        if site is not None:
+            skipped[nodeid] = site
+    complete = run.started > 0 and run.complete == run.started
+    return BaseTests(
+        command=command,
+        commit=commit,
+        collected=run.collected,
+        complete=complete,
+        neutralized=run.neutralized,
+        skipped=skipped,
+        ran=ran,
+    )
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The part of a base record a check runs: its tests under ``paths`` (node ids or
+    path prefixes; all when empty), less those its own run deselected when ``narrowed``
+    (it selects by keyword or mark)."""
+
+    paths: tuple[str, ...] = ()
+    narrowed: bool = False
+
+    def holds(self, nodeid: str) -> bool:
+        if not self.paths or "." in self.paths:
+            return True
+        return any(
+            nodeid == p or nodeid.startswith((p + "::", p.rstrip("/") + "/")) for p in self.paths
+        )
+
+
+@dataclass(frozen=True)
+class SkipGroup:
+    """Tests that stayed skipped (or xfailed) as on the base commit, for one reason."""
+
+    outcome: str
+    reason: str
+    tests: tuple[str, ...]
+
+    def said(self) -> str:
+        return f"{len(self.tests)}: {self.reason or '(no reason given)'}"
+
+    def counted(self) -> str:
+        """``33 skipped as on the base commit: numpy is not installed``."""
+        why = self.reason or "(no reason given)"
+        return f"{len(self.tests)} {self.outcome} as on the base commit: {why}"
 
 
 @dataclass(frozen=True)
@@ -195,17 +310,21 @@ class Judgement:
     verdict: str
     """One line: ``met: 3 passed`` or ``not met: ...``, naming tests."""
     allowed: tuple[str, ...] = ()
-    """Tests allowed to stay skipped that did (shown with the verdict)."""
+    """Tests that stayed skipped as on the base commit, each with where and why."""
+    stayed: tuple[SkipGroup, ...] = ()
+    """The same, grouped by reason, most tests first."""
 
 
 def judge(
     run: RunReport | None,
     exit_code: int | None,
     base: BaseTests | None = None,
+    scope: Scope | None = None,
 ) -> Judgement:
-    """Whether a pytest command's run is met, on its evidence (see the module docstring)."""
-    required = list(base.collected) if base is not None else []
-    allowed: Mapping[str, str] = base.allowed if base is not None else {}
+    """Whether a pytest command's run is met, on its evidence (see the module docstring);
+    ``scope``: the part of ``base`` the command runs (all of it by default)."""
+    scope = scope or Scope()
+    required = [n for n in base.collected if scope.holds(n)] if base is not None else []
     if exit_code != 0:
         failed = [] if run is None else _named(run, required, "failed")
         said = f"; failed: {_names(failed)}" if failed else ""
@@ -232,19 +351,29 @@ def judge(
         )
     if run.collect_errors:
         return Judgement(False, f"not met: errors collecting {_names(run.collect_errors)}")
+    deselected = set(run.deselected)
+    if scope.narrowed:  # the check's own -k or -m left these out
+        required = [n for n in required if n not in deselected]
     everything = list(dict.fromkeys([*required, *run.collected]))
     if not everything:
         return Judgement(False, f"{NO_EVIDENCE} (no test was collected)")
     by_status: dict[str, list[str]] = {}
+    stayed: dict[tuple[str, str], list[str]] = {}
+    notes: dict[str, list[str]] = {}
     shown: list[str] = []
-    deselected = set(run.deselected)
     for nodeid in everything:
         status = run.status(nodeid)
         if status == "passed":
             continue
-        if status in ("skipped", "xfailed") and nodeid in allowed:
-            shown.append(f"{nodeid} ({allowed[nodeid]})")
-            continue
+        if status in ("skipped", "xfailed"):
+            why = _as_on_base(run, nodeid, base)
+            if why is None:
+                site = run.skip_site(nodeid)
+                stayed.setdefault((status, site.reason if site else ""), []).append(nodeid)
+                shown.append(f"{nodeid} ({site.said() if site else status})")
+                continue
+            if why:
+                notes.setdefault(why, []).append(nodeid)
         if status == "missing" and nodeid in deselected:
             status = "deselected"
         by_status.setdefault(status, []).append(nodeid)
@@ -256,10 +385,50 @@ def judge(
         )
     if by_status:
         parts = [f"{status}: {_names(ids)}" for status, ids in sorted(by_status.items())]
+        parts += [f"{note}: {_names(ids)}" for note, ids in notes.items()]
         return Judgement(False, "not met: not every test passed (" + "; ".join(parts) + ")")
+    groups = tuple(
+        SkipGroup(outcome, reason, tuple(ids))
+        for (outcome, reason), ids in sorted(stayed.items(), key=lambda kv: -len(kv[1]))
+    )
     passed = len(everything) - len(shown)
-    extra = f", {len(shown)} allowed to skip as on the base commit" if shown else ""
-    return Judgement(True, f"met: {passed} passed{extra}", tuple(shown))
+    return Judgement(True, f"met: {passed} passed{stayed_said(groups)}", tuple(shown), groups)
+
+
+def stayed_said(groups: Sequence[SkipGroup], limit: int = 5) -> str:
+    """``; 35 skipped as on the base commit (33: numpy is not installed; 2: ...)``."""
+    said = ""
+    for outcome in ("skipped", "xfailed"):
+        mine = [g for g in groups if g.outcome == outcome]
+        if not mine:
+            continue
+        count = sum(len(g.tests) for g in mine)
+        reasons = "; ".join(g.said() for g in mine[:limit])
+        if len(mine) > limit:
+            reasons += f"; and {len(mine) - limit} more reasons"
+        said += f"; {count} {outcome} as on the base commit ({reasons})"
+    return said
+
+
+def _as_on_base(run: RunReport, nodeid: str, base: BaseTests | None) -> str | None:
+    """None when ``nodeid``, skipped or xfailed here, was so on the base commit in the same
+    way; else what to say of it (empty when the base commit did not know it)."""
+    if base is None:
+        return ""
+    known = base.skipped.get(nodeid)
+    if known is None:
+        if nodeid in base.allowed and nodeid not in base.ran:  # an older record's
+            return None
+        return "ran on the base commit" if nodeid in base.ran else ""
+    site = run.skip_site(nodeid)
+    if site is None or (site.outcome, site.where, site.reason) != (
+        known.outcome,
+        known.where,
+        known.reason,
+    ):
+        here = site.said() if site is not None else "where, unsaid"
+        return f"otherwise than on the base commit (there {known.said()}; here {here})"
+    return None
 
 
 def _named(run: RunReport, required: Sequence[str], status: str) -> list[str]:

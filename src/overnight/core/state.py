@@ -177,7 +177,12 @@ class PredicateRecord(BaseModel):
     verdict: str = ""
     """For ``tests``: the judgement in one line (``met: 3 passed``, ``not met: ...``)."""
     allowed: list[str] = Field(default_factory=list)
-    """Tests allowed to stay skipped, as they were on the base commit, with why."""
+    """Tests that stayed skipped as they were on the base commit, each with where and why."""
+    stayed_skipped: list[str] = Field(default_factory=list)
+    """The same, grouped by reason with counts (``33: numpy is not installed``)."""
+    at_start: bool = False
+    """Judged by the start check, on the base commit, from the run that is also the base
+    record: the night's first predicate run is that one."""
 
 
 class RunState(BaseModel):

@@ -9,12 +9,9 @@ back at that check. ``start_run`` and ``resume_run`` (in ``overnight.night.runs`
 from __future__ import annotations
 
 import contextlib
-import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property
-from importlib.metadata import packages_distributions
 from pathlib import Path
 
 from overnight.config.spec import Spec
@@ -30,11 +27,9 @@ from overnight.core.budget import (
 from overnight.core.candidate import park_reason
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
 from overnight.core.errors import Interrupted
-from overnight.core.evidence import BaseTests, Evidence, Judgement, RunReport, base_tests, judge
 from overnight.core.goal import Goal
-from overnight.core.protect import ChangedPath, Protection, build_protection
-from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit, runs_pytest
-from overnight.core.state import PredicateRecord, RunState, cannot_run_reason_text
+from overnight.core.resume import VerifyOutcome
+from overnight.core.state import RunState, cannot_run_reason_text
 from overnight.core.tasks import CommandRun, Task
 from overnight.core.text import clip
 from overnight.effects.ledger import UNSETTLED, render_done, render_unknown
@@ -46,9 +41,10 @@ from overnight.night.finish import (
     finish_result,
     write_result,
 )
-from overnight.night.planner import Planner, verify_prefixes
+from overnight.night.planner import Planner
 from overnight.night.signals import Signals
-from overnight.night.testrun import Reporter, check_env, confined, pytest_evidence, runner_touches
+from overnight.night.testrun import Reporter, check_env, confined, pytest_evidence
+from overnight.night.verdict import NoTimeLeft, Ran, Verdicts
 from overnight.night.worktree import remove_worktree
 from overnight.process import (
     CommandResult,
@@ -59,42 +55,10 @@ from overnight.process import (
     scrubbed_env,
 )
 from overnight.report.result import TerminalResult
-from overnight.seams import EffectRow, ExecContext, ToolError
+from overnight.seams import EffectRow, ExecContext
 from overnight.store.atomic import private_dir
 from overnight.store.run_state import RunStateStore
 from overnight.store.rundir import RunDir
-from overnight.tools.shell import check_command
-
-OUTPUT_TAIL = 2000
-
-
-class NoTimeLeft(Exception):
-    """A verify or a predicate that would start, or was cut, at the night's time limit. Its
-    task stays IN_PROGRESS: the stop check ends the night ``TIME_LIMIT:wall_clock`` and a
-    resume with more time verifies the task (never executes it again)."""
-
-
-@dataclass(frozen=True)
-class Ran:
-    """A command the harness ran, and the timeout it ran under."""
-
-    result: CommandResult
-    timeout_s: float
-    cut_at_time_limit: bool
-    """It timed out with no time left: the night's clock cut it, not its own timeout."""
-    tests: RunReport | None = None
-    """What the harness's reporter saw, for a command that runs pytest."""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What a task's verify said."""
-
-    outcome: VerifyOutcome
-    detail: str
-    cannot_run: str = ""
-    """Why the check could not run (``exit 127: command not found``), for ``CANNOT_RUN``."""
-    evidence: Evidence = "exit_code_only"
 
 
 def task_marker(task_id: str) -> str:
@@ -139,7 +103,16 @@ class Night:
             self.planner = Planner(
                 spec, state, goal, expected_goal_sha, self.gateway, self.trace, self.seconds_used
             )
-        self._protection: Protection | None = None
+        self.verdicts = Verdicts(
+            spec,
+            state,
+            self.worktree,
+            self.trace,
+            self.run,
+            self.confinement,
+            self.log_name,
+            self.seconds_left,
+        )
         self.fatal: Stop | None = None
         self.prepared = False
         self.persist = True
@@ -310,7 +283,7 @@ class Night:
             candidate = made.commit
             if self.park_if_judged(task, attempt, made):
                 return VerifyOutcome.NOT_DONE
-            verdict = self.verify(task, candidate, attempt)
+            verdict = self.verdicts.verify(task, candidate, attempt)
             outcome, detail = verdict.outcome, verdict.detail
             self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
             unsettled = self.unsettled_effects(task)
@@ -318,7 +291,7 @@ class Night:
                 self.hold(task, attempt, unsettled, detail, ran, candidate)
                 return outcome
             if outcome is VerifyOutcome.DONE:
-                touches = self.touches_runner(task, candidate)
+                touches = self.verdicts.touches_runner(task, candidate)
                 s.finish_done(
                     task,
                     self.land(candidate),
@@ -427,7 +400,7 @@ class Night:
             on_refused=self.state.refused_effects.append,
             tokens_affordable=self.tokens_affordable,
             sleep=self.clock.sleep,
-            protected=self.protection.rule_for,
+            protected=self.verdicts.protection.rule_for,
             confine=self.tool_confinement,
             trace_context=self.trace_context,
         )
@@ -447,102 +420,6 @@ class Night:
     def tokens_affordable(self, model: str) -> int:
         """Money left before the enforcement line, in output tokens of ``model``."""
         return self.ledger.max_output_tokens(model, 0)
-
-    def verify(self, task: Task, candidate: str | None, attempt: int) -> Verdict:
-        """Run the task's verify on a clean checkout of ``candidate`` (None: the branch as it
-        stands): exactly what would be committed, nothing the agent left beside it. Raises
-        ``NoTimeLeft`` when there is no time to start it, or the night's clock cut it."""
-        if self.seconds_left() <= 0:
-            raise NoTimeLeft(f"no time was left to run the verify of {task.id}")
-        command: str | list[str] = task.verify
-        if task.model_written:
-            try:  # a model's text runs as plain words, never through a shell
-                command = check_command(task.verify, verify_prefixes(self.spec.tools.commands))
-            except ToolError as exc:
-                self.trace.event("tool_call", tool="verify", task=task.id, refused=str(exc))
-                why = f"refused: {exc}"
-                return Verdict(
-                    VerifyOutcome.CANNOT_RUN, f"the verify command was refused: {exc}", why
-                )
-        base = self.base_tests(task.verify, command, task.model_written, task.timeout_s)
-        where = self.checkout(candidate)
-        confine = self.confinement(model_written=task.model_written)
-        ran = self.run(
-            command,
-            task.timeout_s,
-            self.log_name(f"{task.id}.{attempt}.verify"),
-            clip=True,
-            cwd=where,
-            confine=confine,
-            tests=runs_pytest(command),
-        )
-        result = ran.result
-        self.trace.event(
-            "tool_call",
-            tool="verify",
-            task=task.id,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            cut_at_time_limit=ran.cut_at_time_limit,
-            seconds=round(result.seconds, 3),
-            sandboxed=confine is not None,
-        )
-        if ran.cut_at_time_limit:
-            raise NoTimeLeft(
-                f"the verify of {task.id} was cut at the time limit after {result.seconds:.1f} s"
-            )
-        outcome = outcome_of_exit(result.exit_code, command)
-        cannot_run = cannot_run_reason(result.exit_code, command) or ""
-        if result.timed_out:
-            why = f"timed out after {ran.timeout_s:g} s"
-        else:
-            why = cannot_run or f"exit {result.exit_code}"
-        evidence: Evidence = "exit_code_only"
-        if ran.tests is not None:
-            evidence = "tests"
-            if outcome in (VerifyOutcome.DONE, VerifyOutcome.NOT_DONE):
-                judged = judge(ran.tests, result.exit_code, base)
-                why = judged.verdict
-                if not judged.met:
-                    outcome = VerifyOutcome.NOT_DONE
-                self.trace.event("decision", decision="verify_evidence", task=task.id, verdict=why)
-        detail = f"{why}: {clip(result.output, OUTPUT_TAIL)}".strip()
-        return Verdict(outcome, detail, cannot_run, evidence)
-
-    def base_tests(
-        self, key: str, command: str | list[str], model_written: bool, timeout_s: float
-    ) -> BaseTests | None:
-        """What the pytest check ``key`` collected on the base commit: recorded before the
-        night for the predicate, run once on a clean checkout of the base for a verify (on
-        a resume, again for a record of another commit). None for any other command."""
-        if not runs_pytest(command):
-            return None
-        s = self.state
-        known = s.base_tests.get(key)
-        if known is not None and known.commit == s.base_commit:
-            return known
-        where = self.checkout(s.base_commit)
-        ran = self.run(
-            command,
-            timeout_s,
-            self.log_name("base-tests"),
-            clip=True,
-            cwd=where,
-            confine=self.confinement(model_written=model_written),
-            tests=True,
-        )
-        if ran.cut_at_time_limit:
-            raise NoTimeLeft("the check on the base commit was cut at the time limit")
-        found = base_tests(key, s.base_commit, ran.tests or RunReport())
-        s.base_tests = {**s.base_tests, key: found}
-        self.trace.event(
-            "decision",
-            decision="base_tests",
-            command=key,
-            collected=len(found.collected),
-            allowed=sorted(found.allowed),
-        )
-        return found
 
     def confinement(self, *, model_written: bool = False, tool: bool = False) -> Confinement | None:
         return self.sandbox.confinement(
@@ -567,6 +444,7 @@ class Night:
         cwd: Path,
         confine: Confinement | None,
         tests: bool = False,
+        complete: bool = False,
     ) -> Ran:
         """Run a command in ``cwd``, sandboxed when ``confine`` is given, with the checkout's
         layout on ``PYTHONPATH`` (``overnight.night.testrun``); ``tests``: a pytest command,
@@ -579,7 +457,8 @@ class Night:
             timeout_s = min(timeout_s, left)
         private_dir(self.run_dir.artifacts)
         plugins = self.spec.predicate.pytest_plugins
-        with pytest_evidence(plugins) if tests else contextlib.nullcontext() as reporter:
+        evidence = pytest_evidence(plugins, complete=complete) if tests else None
+        with evidence or contextlib.nullcontext() as reporter:
             result = self._run_with(command, timeout_s, log, cwd, confine, reporter)
             seen = reporter.read() if reporter is not None else None
         if result.interrupted:
@@ -627,17 +506,6 @@ class Night:
 
     # -- what judges the work ----------------------------------------------------------------
 
-    @property
-    def protection(self) -> Protection:
-        if self._protection is None:
-            files, dirs = self.worktree.tree_paths(self.state.base_commit)
-            commands = [self.spec.predicate.command, *(t.verify for t in self.spec.tasks)]
-            modules = set(sys.stdlib_module_names) | set(packages_distributions())
-            self._protection = build_protection(
-                self.spec.predicate.protect, commands, files, dirs, modules
-            )
-        return self._protection
-
     def candidate(self, task: Task) -> Candidate:
         """The task's changes as a commit on top of the branch (not on it yet; None when it
         changed nothing that would be committed), with what was left out of it."""
@@ -648,33 +516,10 @@ class Night:
         )
         return self.worktree.candidate(message)
 
-    def judged_changes(self, task: Task, candidate: str | None) -> list[tuple[str, str]]:
-        """What an agent task's candidate changes of what judges the work, as ``(path,
-        sentence)``. The user's own command tasks may change anything."""
-        if candidate is None or task.brief is None:
-            return []
-        changes = [
-            ChangedPath(c.status, c.path, c.nested_repository)
-            for c in self.worktree.changes(candidate)
-        ]
-        return self.protection.judged(changes)
-
-    def touches_runner(self, task: Task, candidate: str | None) -> list[str]:
-        """The files of an agent task's candidate that reach into the test runner, found by
-        a fixed-string search in the sandbox, for the report."""
-        if candidate is None or task.brief is None:
-            return []
-        paths = [c.path for c in self.worktree.changes(candidate) if c.status != "D"]
-        where = self.checkout(candidate)
-        found = runner_touches(paths, where, self.confinement(model_written=True))
-        if found:
-            self.trace.event("decision", decision="touches_runner", task=task.id, paths=found)
-        return found
-
     def park_if_judged(self, task: Task, attempt: int, made: Candidate) -> bool:
         """Park the task when its candidate holds what no candidate may (a nested repository,
         a file over the size limit) or changes what judges the work; True when parked."""
-        forged = self.judged_changes(task, made.commit)
+        forged = self.verdicts.judged_changes(task, made.commit)
         refused = made.notes.refused
         if not forged and not refused:
             return False
@@ -723,81 +568,25 @@ class Night:
         path.unlink(missing_ok=True)
 
     def run_predicate(self) -> None:
-        """Run the goal predicate on a clean checkout of the branch, bounded by the time left;
-        with none left it is not started, and the goal counts as not met."""
-        p = self.spec.predicate
-        tests = runs_pytest(p.command)
-        try:
-            if self.seconds_left() <= 0:
-                raise NoTimeLeft("no time was left to run the goal predicate")
-            on_base = self.worktree.head() == self.state.base_commit
-            base = None
-            if tests and not (on_base and p.command not in self.state.base_tests):
-                base = self.base_tests(p.command, p.command, False, p.timeout_s)
-            where = self.checkout(None)
-            confine = self.confinement()
-            ran = self.run(
-                p.command,
-                p.timeout_s,
-                "predicate.log",
-                clip=True,
-                cwd=where,
-                confine=confine,
-                tests=tests,
+        """The goal predicate, judged by the verdict (``overnight.night.verdict``). The start
+        check's verdict on the base commit stands for the night's first run."""
+        s = self.state
+        first = s.last_predicate
+        if first is not None and first.at_start and self.worktree.head() == s.base_commit:
+            s.record_predicate(first.model_copy(update={"at_start": False}))
+            s.count_command(sandboxed=self.sandbox.sandbox is not None)
+            self.trace.event(
+                "tool_call",
+                tool="predicate",
+                exit_code=first.exit_code,
+                met=first.met,
+                evidence=first.evidence,
+                verdict=first.verdict,
+                seconds=first.seconds,
+                from_start_check=True,
             )
-        except NoTimeLeft:
-            self.state.record_predicate(
-                PredicateRecord(
-                    met=False,
-                    exit_code=None,
-                    seconds=0.0,
-                    detail="not run: no time was left before the time limit",
-                    ran=False,
-                )
-            )
-            self.trace.event("tool_call", tool="predicate", met=False, ran=False)
             return
-        result = ran.result
-        met = result.exit_code == 0
-        detail = clip(result.output, OUTPUT_TAIL)
-        judged: Judgement | None = None
-        if ran.tests is not None:
-            if base is None and not result.timed_out:  # this run is the base commit's
-                base = base_tests(p.command, self.state.base_commit, ran.tests)
-                self.state.base_tests = {**self.state.base_tests, p.command: base}
-            judged = judge(ran.tests, result.exit_code, base)
-            met = judged.met and not result.timed_out
-            detail = f"{judged.verdict}\n{detail}"
-        if ran.cut_at_time_limit:
-            detail = (
-                f"not met (timed out at the time limit, after {result.seconds:.1f} s)\n{detail}"
-            )
-        elif result.timed_out:
-            detail = f"not met (timed out after {ran.timeout_s:g} s)\n{detail}"
-        self.state.record_predicate(
-            PredicateRecord(
-                met=met,
-                exit_code=result.exit_code,
-                seconds=round(result.seconds, 3),
-                detail=detail.strip() if result.timed_out else detail,
-                timed_out=result.timed_out,
-                evidence="tests" if judged is not None else "exit_code_only",
-                verdict=judged.verdict if judged is not None else "",
-                allowed=list(judged.allowed) if judged is not None else [],
-            )
-        )
-        self.trace.event(
-            "tool_call",
-            tool="predicate",
-            exit_code=result.exit_code,
-            met=met,
-            evidence="tests" if judged is not None else "exit_code_only",
-            verdict=judged.verdict if judged is not None else "",
-            timed_out=result.timed_out,
-            cut_at_time_limit=ran.cut_at_time_limit,
-            seconds=round(result.seconds, 3),
-            sandboxed=confine is not None,
-        )
+        s.record_predicate(self.verdicts.predicate())
 
     def discard(self, task: Task, attempt: int, candidate: str | None) -> str | None:
         """Save ``candidate``'s change as a patch in the artifacts and write the worktree
@@ -871,7 +660,7 @@ class Night:
         if self.park_if_judged(flight.task, flight.attempt, made):
             self.checkpoint()
             return
-        verdict = self.verify(flight.task, candidate, flight.attempt)
+        verdict = self.verdicts.verify(flight.task, candidate, flight.attempt)
         outcome, detail = verdict.outcome, verdict.detail
         unsettled = self.unsettled_effects(flight.task)
         if unsettled:  # it may have happened: neither landed nor run again before a person
@@ -882,7 +671,7 @@ class Night:
         patch: str | None = None
         touches: list[str] = []
         if outcome is VerifyOutcome.DONE:
-            touches = self.touches_runner(flight.task, candidate)
+            touches = self.verdicts.touches_runner(flight.task, candidate)
             commit = self.land(candidate)
             if commit is None:  # landed by the process that died, or nothing to land
                 base = self.state.base_commit

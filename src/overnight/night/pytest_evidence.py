@@ -7,13 +7,18 @@ loads it with ``-p``. It writes one JSON line per event to the file descriptor n
 the command has ended:
 
 * ``started``: a test session began, with the installed plugins that did not load
-  (``plugins_off``: autoload is off);
+  (``plugins_off``: autoload is off) and, for a run recording the base commit
+  (``$OVERNIGHT_EVIDENCE_COMPLETE``), the options that would have stopped or narrowed it early
+  (``-x``, ``--maxfail``, ``--sw``, ``--lf``, ``--ff``, ``--nf``, from the command line or the
+  project's ``addopts``), turned off so that every test runs (``complete``, ``neutralized``);
 * ``collected``: a test of the session (after deselection), with the skip or xfail mark
   that applies to it when collection ended (``mark``), if any;
 * ``deselected`` and ``collect_error``: a test deselected, a module that failed to import;
 * ``call``: what a test's phase raised, read before any other plugin's hook could see it;
 * ``report``: a phase's report, as the outermost ``makereport`` wrapper saw it (``seen:
-  first``) and as it was logged (``logged``);
+  first``) and as it was logged (``logged``); for a skip or an xfail raised while the test
+  ran, where it was raised (``skip``: the file and line of the innermost frame outside
+  pytest and ``unittest``, relative to the rootdir, and the reason);
 * ``tampered``: a function of the runner that decides what a test reports was replaced
   after this module was imported (by code under test at import, say);
 * ``finished``: the session ended, with the exit status pytest computed.
@@ -34,6 +39,7 @@ import pytest
 
 _FD_VARIABLE = "OVERNIGHT_EVIDENCE_FD"
 _PATH_VARIABLE = "OVERNIGHT_EVIDENCE_PATH"
+_COMPLETE_VARIABLE = "OVERNIGHT_EVIDENCE_COMPLETE"
 
 
 def _take_fd() -> int | None:
@@ -56,6 +62,8 @@ def _add_layout() -> None:
 
 
 _FD = _take_fd()
+_COMPLETE = os.environ.pop(_COMPLETE_VARIABLE, "") == "1"
+_NEUTRALIZED: list[str] = []
 _add_layout()
 
 
@@ -89,6 +97,15 @@ def _mark(item: pytest.Item) -> str | None:
             return f"xfail: {xfail.reason}"
     except Exception:
         return None
+    # unittest's own decorators (skip, skipIf, skipUnless, expectedFailure), on the method
+    # or its class
+    method = getattr(item, "obj", None)
+    owner = getattr(item, "cls", None)
+    for holder in (method, owner):
+        if holder is not None and getattr(holder, "__unittest_skip__", False):
+            return f"skip: {getattr(holder, '__unittest_skip_why__', '')}"
+    if method is not None and getattr(method, "__unittest_expecting_failure__", False):
+        return "xfail: unittest expectedFailure"
     return None
 
 
@@ -149,6 +166,59 @@ def _raised(excinfo: Any) -> str:
     return f"error: {getattr(kind, '__name__', 'exception')}"
 
 
+def _runner_dirs() -> tuple[str, ...]:
+    """The directories of the code that raises skips on a test's behalf (pytest, pluggy,
+    unittest): a skip's place is the innermost frame outside them."""
+    import unittest
+
+    import _pytest
+    import pluggy
+
+    dirs = []
+    for module in (_pytest, pytest, pluggy, unittest):
+        name = getattr(module, "__file__", None)
+        if name:
+            dirs.append(os.path.dirname(os.path.abspath(name)) + os.sep)
+    return tuple(dirs)
+
+
+_RUNNER_DIRS = _runner_dirs()
+
+
+def _skip_site(excinfo: Any, root: str) -> dict[str, str] | None:
+    """Where a skip or an xfail was raised, and why: ``{"where": "path:line", "reason"}``;
+    ``where`` is ``test`` when no frame outside the runner raised it (a unittest decorator).
+    A ``unittest.SkipTest`` (``self.skipTest``) reaches pytest as the context of the skip its
+    unittest support raises: its own traceback names the place."""
+    if excinfo is None:
+        return None
+    value = excinfo.value
+    if not isinstance(value, (pytest.skip.Exception, pytest.xfail.Exception)):
+        return None
+    reason = str(getattr(value, "msg", None) or value)
+    trace = value.__traceback__
+    context = value.__context__
+    if context is not None and type(context).__name__ == "SkipTest":
+        trace = context.__traceback__
+    where = "test"
+    while trace is not None:
+        filename = os.path.abspath(trace.tb_frame.f_code.co_filename)
+        if not filename.startswith(_RUNNER_DIRS):
+            shown = os.path.relpath(filename, root) if filename.startswith(root) else filename
+            where = f"{shown}:{trace.tb_lineno}"
+        trace = trace.tb_next
+    if root:
+        reason = reason.replace(root, "<rootdir>")
+    return {"where": where, "reason": reason[:500]}
+
+
+def _root(config: Any) -> str:
+    try:
+        return str(config.rootpath) + os.sep
+    except Exception:
+        return ""
+
+
 def _report(report: Any, seen: str) -> dict[str, Any]:
     return {
         "kind": "report",
@@ -160,10 +230,50 @@ def _report(report: Any, seen: str) -> dict[str, Any]:
     }
 
 
+def _logged_site(report: Any) -> dict[str, str] | None:
+    """A skip's place as pytest's report gives it (``longrepr``: path, line, reason), for a
+    report that only reached this process logged (an xdist worker's)."""
+    longrepr = getattr(report, "longrepr", None)
+    if report.outcome != "skipped" or not isinstance(longrepr, tuple) or len(longrepr) != 3:
+        return None
+    path, line, reason = longrepr
+    return {"where": f"{path}:{line}", "reason": str(reason)[:500]}
+
+
+#: Options that stop a run early or narrow it to some tests, and the value that turns each off.
+_EARLY = (
+    ("maxfail", 0),
+    ("stepwise", False),
+    ("stepwise_skip", False),
+    ("stepwise_reset", False),
+    ("lf", False),
+    ("failedfirst", False),
+    ("newfirst", False),
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """For a base record, every test runs: the options that would stop the run at the first
+    failure or pick some tests are turned off, wherever they were set (the command line, the
+    project's ``addopts``, ``PYTEST_ADDOPTS``). Runs before any plugin is configured."""
+    if not (_COMPLETE and _FD is not None):
+        return
+    for name, off in _EARLY:
+        value = getattr(config.option, name, off)
+        if value != off:
+            setattr(config.option, name, off)
+            _NEUTRALIZED.append(f"{name}={value!r}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     if _active(session.config):
-        _write({"kind": "started", "plugins_off": _not_loaded(session.config)})
+        event: dict[str, Any] = {"kind": "started", "plugins_off": _not_loaded(session.config)}
+        if _COMPLETE:
+            event["complete"] = True
+            event["neutralized"] = list(_NEUTRALIZED)
+        _write(event)
 
 
 def _not_loaded(config: pytest.Config) -> list[str]:
@@ -214,7 +324,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
     outcome = yield
     if _FD is not None:
         try:
-            _write(_report(outcome.get_result(), "first"))
+            event = _report(outcome.get_result(), "first")
+            # after the other implementations: unittest's support sets the phase's exception
+            site = _skip_site(call.excinfo, _root(item.config))
+            if site is not None:
+                event["skip"] = site
+            _write(event)
         except Exception:
             _write({"kind": "report", "seen": "first", "nodeid": item.nodeid, "outcome": "?"})
 
@@ -222,7 +337,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report: Any) -> None:
     if _FD is not None:
-        _write(_report(report, "logged"))
+        event = _report(report, "logged")
+        site = _logged_site(report)
+        if site is not None:
+            event["skip"] = site
+        _write(event)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)

@@ -113,6 +113,10 @@ def _fresh_state(
     if start is not None and start.commit == base:
         if start.base is not None:
             state.base_tests = {start.base.command: start.base}
+        if start.predicate is not None:
+            state.record_predicate(start.predicate)
+            private_dir(run_dir.artifacts)
+            (run_dir.artifacts / "predicate.log").write_text(start.output)
         state.start_notes = list(start.notes)
     return state
 

@@ -6,7 +6,8 @@ when the user's checkout holds files that commit lacks (ignored or untracked: a 
 predicate that cannot run there (exit 126 or 127; for pytest exit 2 to 5: collection errors,
 an internal or usage error, no test; or no word from the harness's reporter) refuses the
 night with a ``ConfigError``: exit 64, before the run directory exists. For pytest it also
-records what the night must make pass (``BaseTests``).
+records what the night must make pass (``BaseTests``): that run is the base record (every
+test runs, ``-x`` and the like turned off) and the predicate's first verdict.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from pathlib import Path
 
 from overnight.config.spec import Spec
 from overnight.core.errors import ConfigError, WorkspaceError
-from overnight.core.evidence import BaseTests, RunReport, base_tests
+from overnight.core.evidence import BaseTests, RunReport, Scope, base_tests
 from overnight.core.resume import cannot_run_reason, runs_pytest
+from overnight.core.state import PredicateRecord
 from overnight.night import worktree as ws
 from overnight.night.testrun import check_env, confined, pytest_evidence
+from overnight.night.verdict import Ran, judged_predicate
 from overnight.process import CommandResult, Confinement, run_command, scrubbed_env
 from overnight.sandbox.policy import SandboxPolicy
 
@@ -55,6 +58,10 @@ class StartCheck:
     commit: str
     base: BaseTests | None = None
     notes: list[str] = field(default_factory=list)
+    predicate: PredicateRecord | None = None
+    """The predicate judged on the base commit, from the same run as the base record."""
+    output: str = ""
+    """What that run printed."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +105,7 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
     command = spec.predicate.command
     timeout = min(spec.predicate.timeout_s, spec.budget.hours * 3600.0)
     with _export(repo, commit) as where:
-        base = _run(spec, policy, command, where, timeout)
+        base = _run(spec, policy, command, where, timeout, complete=True)
     check = StartCheck(commit)
     extra = _extra_files(repo)
     here: _Outcome | None = None
@@ -127,6 +134,10 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
         )
     if base.tests is not None:
         check.base = base_tests(command, commit, base.tests)
+    ran = Ran(base.result, timeout, False, base.tests)
+    scope = (check.base, Scope()) if check.base is not None else None
+    check.predicate = judged_predicate(ran, scope).model_copy(update={"at_start": True})
+    check.output = base.result.output
     return check
 
 
@@ -179,6 +190,7 @@ def _run(
     timeout_s: float,
     *,
     user_checkout: bool = False,
+    complete: bool = False,
 ) -> _Outcome:
     """``command`` in ``where`` as the night's first check runs it (sandboxed when the mode
     is on); in the user's checkout, writing no bytecode and no pytest cache."""
@@ -186,7 +198,8 @@ def _run(
     extra = {"PYTHONDONTWRITEBYTECODE": "1"} if user_checkout else {}
     confine: Confinement | None = policy.confinement(agent_worked=False)
     plugins = spec.predicate.pytest_plugins
-    with pytest_evidence(plugins) if tests else contextlib.nullcontext() as evidence:
+    reporter = pytest_evidence(plugins, complete=complete) if tests else None
+    with reporter or contextlib.nullcontext() as evidence:
         if evidence is not None and user_checkout:
             evidence.plugins = (*evidence.plugins, "no:cacheprovider")
         env = None

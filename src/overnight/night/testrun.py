@@ -65,6 +65,8 @@ class Reporter:
     module: str
     sink: IO[bytes]
     plugins: Sequence[str] = ()
+    complete: bool = False
+    """A base record: the options that stop or narrow a run early are turned off."""
 
     @property
     def plugin_file(self) -> Path:
@@ -82,11 +84,14 @@ class Reporter:
         addopts = shlex.join(words)
         if base.get("PYTEST_ADDOPTS"):
             addopts = f"{addopts} {base['PYTEST_ADDOPTS']}"
-        return {
+        env = {
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYTEST_ADDOPTS": addopts,
             "OVERNIGHT_EVIDENCE_FD": str(self.fd),
         }
+        if self.complete:
+            env["OVERNIGHT_EVIDENCE_COMPLETE"] = "1"
+        return env
 
     def read(self) -> RunReport:
         """What the reporter wrote, bounded by ``MAX_EVIDENCE_BYTES``."""
@@ -110,8 +115,9 @@ def _event(line: bytes) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def pytest_evidence(plugins: Sequence[str] = ()) -> Iterator[Reporter]:
-    """A reporter for one pytest command; removed afterwards."""
+def pytest_evidence(plugins: Sequence[str] = (), *, complete: bool = False) -> Iterator[Reporter]:
+    """A reporter for one pytest command; removed afterwards. ``complete``: the run records
+    the base commit, every test runs (``-x``, ``--maxfail``, ``--sw``, ``--lf``... off)."""
     directory = Path(tempfile.mkdtemp(prefix="overnight-evidence-"))
     try:
         # Readable by the sandbox's user: the harness's own code, nothing secret.
@@ -122,7 +128,7 @@ def pytest_evidence(plugins: Sequence[str] = ()) -> Iterator[Reporter]:
         plugin.write_bytes(source)
         os.chmod(plugin, 0o644)
         with tempfile.TemporaryFile(prefix="evidence-", dir=directory) as sink:
-            yield Reporter(directory, module, sink, tuple(plugins))
+            yield Reporter(directory, module, sink, tuple(plugins), complete)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 

@@ -1,0 +1,362 @@
+"""The verdict: the harness's word on a candidate, never the model's.
+
+Three steps, and this module is where each happens:
+
+* **record the base** (``base_for``): one complete run of a pytest suite on the base commit,
+  whatever the check's ``-x``, ``--maxfail``, ``--sw``, ``--lf`` or ``addopts`` (the reporter
+  turns them off for the record), kept in the run's state. It serves the goal predicate and
+  every verify that runs the same suite or a part of it (``overnight.core.suite``); a check
+  that runs another suite gets a record of its own. The start check's run of the predicate on
+  the base commit is that record, and also the predicate's first verdict.
+* **judge a candidate** (``verify``, ``predicate``): the check, as written, on a clean checkout
+  of exactly what would be committed, in the sandbox; for pytest, judged per test on the
+  reporter's evidence against the record (``overnight.core.evidence.judge``). Before any of
+  that, what a candidate changed of what judges the work (``judged_changes``) parks it.
+* **explain the judgement**: one line (``met: 280 passed; 39 skipped as on the base commit
+  (33: ...; 4: ...)``), what stayed skipped grouped by reason, and the files of a landed
+  change that reach into the test runner (``touches_runner``) for a person to read.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import packages_distributions
+from pathlib import Path
+from typing import Protocol
+
+from overnight.config.spec import Spec
+from overnight.core.evidence import BaseTests, Evidence, Judgement, RunReport, Scope, base_tests
+from overnight.core.evidence import judge as judge_tests
+from overnight.core.protect import ChangedPath, Protection, build_protection
+from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit, runs_pytest
+from overnight.core.state import PredicateRecord, RunState
+from overnight.core.suite import record_for
+from overnight.core.tasks import Task
+from overnight.core.text import clip
+from overnight.night.planner import verify_prefixes
+from overnight.night.testrun import runner_touches
+from overnight.night.worktree import Worktree
+from overnight.process import CommandResult, Confinement
+from overnight.seams import ToolError
+from overnight.store.trace import Trace
+from overnight.tools.shell import check_command
+
+OUTPUT_TAIL = 2000
+
+
+class NoTimeLeft(Exception):
+    """A verify or a predicate that would start, or was cut, at the night's time limit. Its
+    task stays IN_PROGRESS: the stop check ends the night ``TIME_LIMIT:wall_clock`` and a
+    resume with more time verifies the task (never executes it again)."""
+
+
+@dataclass(frozen=True)
+class Ran:
+    """A command the harness ran, and the timeout it ran under."""
+
+    result: CommandResult
+    timeout_s: float
+    cut_at_time_limit: bool
+    """It timed out with no time left: the night's clock cut it, not its own timeout."""
+    tests: RunReport | None = None
+    """What the harness's reporter saw, for a command that runs pytest."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a task's verify said."""
+
+    outcome: VerifyOutcome
+    detail: str
+    cannot_run: str = ""
+    """Why the check could not run (``exit 127: command not found``), for ``CANNOT_RUN``."""
+    evidence: Evidence = "exit_code_only"
+
+
+class RunCheck(Protocol):
+    """How the night runs a check: in ``cwd``, bounded by the time left (``clip``), sandboxed
+    when ``confine`` is given; ``tests``: with the harness's reporter, ``complete``: as a
+    base record."""
+
+    def __call__(
+        self,
+        command: str | list[str],
+        timeout_s: float,
+        log: str,
+        *,
+        clip: bool,
+        cwd: Path,
+        confine: Confinement | None,
+        tests: bool = False,
+        complete: bool = False,
+    ) -> Ran: ...
+
+
+class Verdicts:
+    """Record the base, judge a candidate, explain the judgement, for one night."""
+
+    def __init__(
+        self,
+        spec: Spec,
+        state: RunState,
+        worktree: Worktree,
+        trace: Trace,
+        run: RunCheck,
+        confinement: Callable[..., Confinement | None],
+        log_name: Callable[[str], str],
+        seconds_left: Callable[[], float],
+    ) -> None:
+        self.spec = spec
+        self.state = state
+        self.worktree = worktree
+        self.trace = trace
+        self.run = run
+        self.confinement = confinement
+        self.log_name = log_name
+        self.seconds_left = seconds_left
+        self._protection: Protection | None = None
+
+    # -- record the base -------------------------------------------------------------------
+
+    def base_for(
+        self, key: str, command: str | list[str], model_written: bool, timeout_s: float
+    ) -> tuple[BaseTests, Scope] | None:
+        """The base record a pytest check is judged against, and the part of it the check
+        runs: the record of the same suite when one is kept (from the start, or an earlier
+        check), else one complete run of ``command`` on a clean checkout of the base commit,
+        kept under ``key``. None for a check that does not run pytest."""
+        if not runs_pytest(command):
+            return None
+        s = self.state
+        known = record_for(s.base_tests, s.base_commit, key, command)
+        if known is not None:
+            if known[0].command != key:
+                self.trace.event(
+                    "decision", decision="base_tests_shared", command=key, record=known[0].command
+                )
+            return known
+        found = self.record(key, command, model_written, timeout_s)
+        return found, Scope()
+
+    def record(
+        self, key: str, command: str | list[str], model_written: bool, timeout_s: float
+    ) -> BaseTests:
+        """Run ``command`` on a clean checkout of the base commit as a base record."""
+        s = self.state
+        where = self.worktree.clean_checkout(s.base_commit)
+        ran = self.run(
+            command,
+            timeout_s,
+            self.log_name("base-tests"),
+            clip=True,
+            cwd=where,
+            confine=self.confinement(model_written=model_written),
+            tests=True,
+            complete=True,
+        )
+        if ran.cut_at_time_limit:
+            raise NoTimeLeft("the check on the base commit was cut at the time limit")
+        return self.keep(key, base_tests(key, s.base_commit, ran.tests or RunReport()))
+
+    def keep(self, key: str, found: BaseTests) -> BaseTests:
+        self.state.base_tests = {**self.state.base_tests, key: found}
+        self.trace.event(
+            "decision",
+            decision="base_tests",
+            command=key,
+            collected=len(found.collected),
+            complete=found.complete,
+            neutralized=found.neutralized,
+            skipped=len(found.skipped),
+        )
+        return found
+
+    # -- judge a candidate -----------------------------------------------------------------
+
+    def verify(self, task: Task, candidate: str | None, attempt: int) -> Verdict:
+        """Run the task's verify on a clean checkout of ``candidate`` (None: the branch as it
+        stands): exactly what would be committed, nothing the agent left beside it. Raises
+        ``NoTimeLeft`` when there is no time to start it, or the night's clock cut it."""
+        if self.seconds_left() <= 0:
+            raise NoTimeLeft(f"no time was left to run the verify of {task.id}")
+        command: str | list[str] = task.verify
+        if task.model_written:
+            try:  # a model's text runs as plain words, never through a shell
+                command = check_command(task.verify, verify_prefixes(self.spec.tools.commands))
+            except ToolError as exc:
+                self.trace.event("tool_call", tool="verify", task=task.id, refused=str(exc))
+                why = f"refused: {exc}"
+                return Verdict(
+                    VerifyOutcome.CANNOT_RUN, f"the verify command was refused: {exc}", why
+                )
+        base = self.base_for(task.verify, command, task.model_written, task.timeout_s)
+        where = self.worktree.clean_checkout(candidate)
+        confine = self.confinement(model_written=task.model_written)
+        ran = self.run(
+            command,
+            task.timeout_s,
+            self.log_name(f"{task.id}.{attempt}.verify"),
+            clip=True,
+            cwd=where,
+            confine=confine,
+            tests=runs_pytest(command),
+        )
+        result = ran.result
+        self.trace.event(
+            "tool_call",
+            tool="verify",
+            task=task.id,
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            cut_at_time_limit=ran.cut_at_time_limit,
+            seconds=round(result.seconds, 3),
+            sandboxed=confine is not None,
+        )
+        if ran.cut_at_time_limit:
+            raise NoTimeLeft(
+                f"the verify of {task.id} was cut at the time limit after {result.seconds:.1f} s"
+            )
+        outcome = outcome_of_exit(result.exit_code, command)
+        cannot_run = cannot_run_reason(result.exit_code, command) or ""
+        if result.timed_out:
+            why = f"timed out after {ran.timeout_s:g} s"
+        else:
+            why = cannot_run or f"exit {result.exit_code}"
+        evidence: Evidence = "exit_code_only"
+        if ran.tests is not None:
+            evidence = "tests"
+            if outcome in (VerifyOutcome.DONE, VerifyOutcome.NOT_DONE):
+                judged = self.judge(ran, base)
+                why = judged.verdict
+                if not judged.met:
+                    outcome = VerifyOutcome.NOT_DONE
+                self.trace.event("decision", decision="verify_evidence", task=task.id, verdict=why)
+        detail = f"{why}: {clip(result.output, OUTPUT_TAIL)}".strip()
+        return Verdict(outcome, detail, cannot_run, evidence)
+
+    def predicate(self) -> PredicateRecord:
+        """Run the goal predicate on a clean checkout of the branch, bounded by the time left;
+        with none left it is not started, and the goal counts as not met. On the base commit
+        with no record yet, its run is the record (every test run, as a record runs)."""
+        p = self.spec.predicate
+        tests = runs_pytest(p.command)
+        try:
+            if self.seconds_left() <= 0:
+                raise NoTimeLeft("no time was left to run the goal predicate")
+            on_base = self.worktree.head() == self.state.base_commit
+            base = None
+            as_record = tests and on_base and self.base_for_kept(p.command) is None
+            if tests and not as_record:
+                base = self.base_for(p.command, p.command, False, p.timeout_s)
+            where = self.worktree.clean_checkout(None)
+            confine = self.confinement()
+            ran = self.run(
+                p.command,
+                p.timeout_s,
+                "predicate.log",
+                clip=True,
+                cwd=where,
+                confine=confine,
+                tests=tests,
+                complete=as_record,
+            )
+        except NoTimeLeft:
+            return PredicateRecord(
+                met=False,
+                exit_code=None,
+                seconds=0.0,
+                detail="not run: no time was left before the time limit",
+                ran=False,
+            )
+        if as_record and ran.tests is not None and not ran.result.timed_out:
+            base = (self.keep(p.command, base_tests(p.command, self.state.base_commit, ran.tests)),
+                    Scope())  # fmt: skip
+        record = judged_predicate(ran, base)
+        self.trace.event(
+            "tool_call",
+            tool="predicate",
+            exit_code=record.exit_code,
+            met=record.met,
+            evidence=record.evidence,
+            verdict=record.verdict,
+            timed_out=record.timed_out,
+            cut_at_time_limit=ran.cut_at_time_limit,
+            seconds=record.seconds,
+            sandboxed=confine is not None,
+        )
+        return record
+
+    def base_for_kept(self, key: str) -> BaseTests | None:
+        known = self.state.base_tests.get(key)
+        return known if known is not None and known.commit == self.state.base_commit else None
+
+    @staticmethod
+    def judge(ran: Ran, base: tuple[BaseTests, Scope] | None) -> Judgement:
+        record, scope = base if base is not None else (None, None)
+        return judge_tests(ran.tests, ran.result.exit_code, record, scope)
+
+    # -- what judges the work ----------------------------------------------------------------
+
+    @property
+    def protection(self) -> Protection:
+        if self._protection is None:
+            files, dirs = self.worktree.tree_paths(self.state.base_commit)
+            commands = [self.spec.predicate.command, *(t.verify for t in self.spec.tasks)]
+            modules = set(sys.stdlib_module_names) | set(packages_distributions())
+            self._protection = build_protection(
+                self.spec.predicate.protect, commands, files, dirs, modules
+            )
+        return self._protection
+
+    def judged_changes(self, task: Task, candidate: str | None) -> list[tuple[str, str]]:
+        """What an agent task's candidate changes of what judges the work, as ``(path,
+        sentence)``. The user's own command tasks may change anything."""
+        if candidate is None or task.brief is None:
+            return []
+        changes = [
+            ChangedPath(c.status, c.path, c.nested_repository)
+            for c in self.worktree.changes(candidate)
+        ]
+        return self.protection.judged(changes)
+
+    def touches_runner(self, task: Task, candidate: str | None) -> list[str]:
+        """The files of an agent task's candidate that reach into the test runner, found by
+        a fixed-string search in the sandbox, for the report."""
+        if candidate is None or task.brief is None:
+            return []
+        paths = [c.path for c in self.worktree.changes(candidate) if c.status != "D"]
+        where = self.worktree.clean_checkout(candidate)
+        found = runner_touches(paths, where, self.confinement(model_written=True))
+        if found:
+            self.trace.event("decision", decision="touches_runner", task=task.id, paths=found)
+        return found
+
+
+def judged_predicate(ran: Ran, base: tuple[BaseTests, Scope] | None) -> PredicateRecord:
+    """The goal predicate's record from its run: for pytest, judged per test against the base
+    record; a timeout is never met."""
+    result = ran.result
+    met = result.exit_code == 0
+    detail = clip(result.output, OUTPUT_TAIL)
+    judged: Judgement | None = None
+    if ran.tests is not None:
+        judged = Verdicts.judge(ran, base)
+        met = judged.met and not result.timed_out
+        detail = f"{judged.verdict}\n{detail}"
+    if ran.cut_at_time_limit:
+        detail = f"not met (timed out at the time limit, after {result.seconds:.1f} s)\n{detail}"
+    elif result.timed_out:
+        detail = f"not met (timed out after {ran.timeout_s:g} s)\n{detail}"
+    return PredicateRecord(
+        met=met,
+        exit_code=result.exit_code,
+        seconds=round(result.seconds, 3),
+        detail=detail.strip() if result.timed_out else detail,
+        timed_out=result.timed_out,
+        evidence="tests" if judged is not None else "exit_code_only",
+        verdict=judged.verdict if judged is not None else "",
+        allowed=list(judged.allowed) if judged is not None else [],
+        stayed_skipped=[g.counted() for g in judged.stayed] if judged is not None else [],
+    )
