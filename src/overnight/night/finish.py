@@ -328,6 +328,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
                 evidence=s.last_predicate.evidence,
                 verdict=s.last_predicate.verdict,
                 allowed=s.last_predicate.allowed,
+                stayed_skipped=s.last_predicate.stayed_skipped,
                 at_start=s.start_notes,
             )
             if s.last_predicate

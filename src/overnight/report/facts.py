@@ -201,7 +201,11 @@ def predicate_state(p: PredicateBlock) -> str:
     else:
         state = "passed" if p.met else f"not passed (exit {p.exit_code})"
         state += ", from the exit code only"
-    if p.allowed:
+    if p.stayed_skipped and "as on the base commit" not in p.verdict:
+        state += "; " + "; ".join(p.stayed_skipped[:10])
+        if len(p.stayed_skipped) > 10:
+            state += f"; and {len(p.stayed_skipped) - 10} more reasons"
+    elif p.allowed:  # a result written before skips were grouped
         state += "; allowed to stay skipped as on the base commit: " + ", ".join(p.allowed[:10])
     for note in p.at_start:
         state += f"; before the night: {note}"

@@ -242,7 +242,11 @@ class PredicateBlock(_Model):
     verdict: str = ""
     """For ``tests``: the judgement in one line, naming the tests that were not passed."""
     allowed: list[str] = Field(default_factory=list)
-    """Tests allowed to stay skipped because the base commit skipped them too, with why."""
+    """Tests that stayed skipped because the base commit skipped them in the same way (the same
+    place, the same reason), each with where and why."""
+    stayed_skipped: list[str] = Field(default_factory=list)
+    """The same, grouped by reason with counts: ``33 skipped as on the base commit: numpy is
+    not installed``."""
     at_start: list[str] = Field(default_factory=list)
     """What the check before the night found (an outcome that differs in the user's
     checkout, naming the files)."""
