@@ -125,3 +125,40 @@ def test_a_test_that_passed_on_the_base_made_to_skip_is_not_met(tmp_path: Any) -
     if not parked["protected_changes"]:
         assert "tests/test_calc.py::test_backends[json]" in parked["detail"]
     night.assert_contained(outcome)
+
+
+def trace(night: AttackNight) -> list[dict[str, Any]]:
+    import json
+
+    lines = (night.run_dir / "trace.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def test_one_base_run_serves_the_predicate_and_a_verify_running_part_of_the_suite(
+    tmp_path: Any,
+) -> None:
+    part = "python3 -m pytest -q -x -p no:cacheprovider tests/test_calc.py::test_add"
+    other = "python3 -m pytest -q -p no:cacheprovider -s tests/test_calc.py"
+    tasks = [
+        {"id": "fix_add", "title": "fix add", "brief": "Fix add in calc.py.", "verify": part},
+        {"id": "fix_fast", "title": "fix fast", "brief": "Fix calc_fast.py.", "verify": other},
+    ]
+    night = skip_night(tmp_path, tasks=tasks)
+    # each task's attempt plays the same script: add is fixed, calc_fast never is
+    outcome = night.play([write("calc.py", FIXED)])
+    r = outcome.result
+    assert [t["id"] for t in r["verified"]] == ["fix_add"], r.get("plan")
+    [parked] = r["plan"]["parked"]
+    assert "tests/test_calc.py::test_fast_add" in parked["detail"]
+    events = trace(night)
+    # the start check ran the suite on the base commit once; the first verify shares it
+    shared = [e for e in events if e.get("decision") == "base_tests_shared"]
+    assert [e["command"] for e in shared] == [part]
+    # the second verify runs with another option (-s): a record of its own, one run
+    records = [e for e in events if e.get("decision") == "base_tests"]
+    assert [e["command"] for e in records] == [other]
+    assert records[0]["complete"] is True and records[0]["skipped"] == 2
+    logs = sorted(p.name for p in (night.run_dir / "artifacts").glob("base-tests*.log"))
+    assert logs == ["base-tests.log"]
+    first = next(e for e in events if e.get("tool") == "predicate")
+    assert first["from_start_check"] is True

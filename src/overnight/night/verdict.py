@@ -158,14 +158,16 @@ class Verdicts:
         )
         if ran.cut_at_time_limit:
             raise NoTimeLeft("the check on the base commit was cut at the time limit")
-        return self.keep(key, base_tests(key, s.base_commit, ran.tests or RunReport()))
+        found = base_tests(key, s.base_commit, ran.tests or RunReport())
+        return self.keep(key, found, ran.result.seconds)
 
-    def keep(self, key: str, found: BaseTests) -> BaseTests:
+    def keep(self, key: str, found: BaseTests, seconds: float) -> BaseTests:
         self.state.base_tests = {**self.state.base_tests, key: found}
         self.trace.event(
             "decision",
             decision="base_tests",
             command=key,
+            seconds=round(seconds, 3),
             collected=len(found.collected),
             complete=found.complete,
             neutralized=found.neutralized,
@@ -271,8 +273,8 @@ class Verdicts:
                 ran=False,
             )
         if as_record and ran.tests is not None and not ran.result.timed_out:
-            base = (self.keep(p.command, base_tests(p.command, self.state.base_commit, ran.tests)),
-                    Scope())  # fmt: skip
+            found = base_tests(p.command, self.state.base_commit, ran.tests)
+            base = (self.keep(p.command, found, ran.result.seconds), Scope())
         record = judged_predicate(ran, base)
         self.trace.event(
             "tool_call",
