@@ -11,6 +11,11 @@ To add a package: pick a pure-Python sdist with no runtime dependencies whose te
 pytest alone, add a ``Package`` below (its sha256 is the one the registry lists for the
 sdist), choose one function, a one-line bug its tests catch, a wrong fix they also catch,
 and a test file to forge; run ``python -m tests.realrepos.corpus`` and the corpus tests.
+
+``TARGETED`` packages are judged by the few tests that reach the bug. ``WHOLE_SUITES`` are
+judged by the whole suite as released, with ``-x``: tests that skip in their body when an
+optional module is missing, skips for another platform, unittest-style skips, and (for the
+``-addopts`` entries) the ``-x`` coming from the project's own pytest configuration.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import os
 import subprocess
 import sys
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,6 +48,15 @@ class Package:
     test_file: str
     #: build steps an agent may run (each allowed by the night's `[tools] commands`)
     build: tuple[str, ...]
+    #: a project config file and text added to it before the base commit: its section header
+    #: on the first line, then the keys (merged into that section when the file has it)
+    config: tuple[str, str] | None = None
+    #: the test id, when the package appears more than once in the corpus
+    label: str = ""
+
+    @property
+    def id(self) -> str:
+        return self.label or self.name
 
     @property
     def sdist(self) -> str:
@@ -53,7 +67,7 @@ class Package:
         return f"{self.name}=={self.version} --hash=sha256:{self.sha256}"
 
 
-PACKAGES: tuple[Package, ...] = (
+TARGETED: tuple[Package, ...] = (
     Package(
         name="six",
         version="1.16.0",
@@ -124,13 +138,90 @@ PACKAGES: tuple[Package, ...] = (
 )
 
 
+# The released suites, whole: each skips some of its tests where it runs here.
+TABULATE = Package(
+    name="tabulate",
+    version="0.10.0",
+    sha256="e2cfde8f79420f6deeffdeda9aaec3b6bc5abce947655d17ac662b126e48a60d",
+    layout="flat package, test/ whose tests call pytest's skip() (imported through "
+    "test/common.py) in the body when numpy, pandas or wcwidth is missing",
+    source="tabulate/__init__.py",
+    good='    fmt = "{0:^%ds}" % width\n',
+    bad='    fmt = "{0:%ds}" % width\n',
+    wrong='    fmt = "{0:>%ds}" % width\n',
+    tests="python -m pytest -q -x",
+    test_file="test/test_internal.py",
+    # setuptools_scm builds need the network: a byte-compile is the build step offline
+    build=("python -m compileall -q tabulate",),
+)
+SIX = Package(
+    name="six",
+    version="1.17.0",
+    sha256="ff70335d468e7eb6ec65b95b99d3a2836546063f63acc5171de367e834932a81",
+    layout="single module, tests beside it, parametrized cases skipping for a missing "
+    "dbm.gnu / dbm.ndbm, a setup.cfg with [tool:pytest]",
+    source="six.py",
+    good="            orig_vars['__qualname__'] = cls.__qualname__\n",
+    bad="            orig_vars['__qualname__'] = cls.__name__\n",
+    wrong="            orig_vars['__qualname__'] = cls.__module__ + '.' + cls.__qualname__\n",
+    tests="python -m pytest -q -x",
+    test_file="test_six.py",
+    build=("python setup.py -q build", "python setup.py -q egg_info"),
+    label="six-1.17",
+)
+COLORAMA = Package(
+    name="colorama",
+    version="0.4.6",
+    sha256="08695f5cb7ed6e0531a20572697297273c47b8cae5a63ffc6d6ed5c201be6e44",
+    layout="flat package, unittest-style tests inside it, skipUnless Windows or a tty",
+    source="colorama/ansitowin32.py",
+    good="                if command in 'JKm':\n                    params = (0,)\n",
+    bad="                if command in 'JKm':\n                    params = (1,)\n",
+    wrong="                if command in 'JKm':\n                    params = ()\n",
+    tests="python -m pytest -q -x",
+    test_file="colorama/tests/ansitowin32_test.py",
+    build=("python -m compileall -q colorama",),
+)
+
+WHOLE_SUITES: tuple[Package, ...] = (
+    TABULATE,
+    SIX,
+    COLORAMA,
+    # The same suites with -x in the project's config, not on the command line: one each
+    # of setup.cfg (into six's [tool:pytest]), pyproject.toml (a new table after tabulate's
+    # own [tool.*] tables) and a new pytest.ini.
+    replace(
+        SIX,
+        tests="python -m pytest -q",
+        config=("setup.cfg", "[tool:pytest]\naddopts = -x\n"),
+        label="six-1.17-addopts",
+    ),
+    replace(
+        TABULATE,
+        tests="python -m pytest -q",
+        config=("pyproject.toml", '[tool.pytest.ini_options]\naddopts = "-x"\n'),
+        label="tabulate-addopts",
+    ),
+    replace(
+        COLORAMA,
+        tests="python -m pytest -q",
+        config=("pytest.ini", "[pytest]\naddopts = -x\n"),
+        label="colorama-addopts",
+    ),
+)
+
+PACKAGES: tuple[Package, ...] = TARGETED + WHOLE_SUITES
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get("OVERNIGHT_CORPUS") or ROOT / ".cache" / "corpus")
 
 
 def missing(cache: Path | None = None) -> list[Package]:
+    """The packages whose sdist is not in the cache, each sdist once."""
     cache = cache or cache_dir()
-    return [p for p in PACKAGES if not (cache / p.sdist).is_file()]
+    sdists = {p.sdist: p for p in PACKAGES}
+    return [p for sdist, p in sdists.items() if not (cache / sdist).is_file()]
 
 
 def fetch(cache: Path | None = None) -> str:
@@ -141,30 +232,41 @@ def fetch(cache: Path | None = None) -> str:
     if not wanted:
         return ""
     cache.mkdir(parents=True, exist_ok=True)
-    requirements = cache / "requirements.txt"
-    requirements.write_text("".join(p.requirement + "\n" for p in wanted))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            "--require-hashes",
-            "-r",
-            str(requirements),
-            "-d",
-            str(cache),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        return (proc.stderr or proc.stdout).strip()[-2000:] or f"pip exited {proc.returncode}"
+    # pip resolves one requirements file as one set: two versions of a name conflict, so
+    # each round asks for a name once.
+    rounds: list[list[Package]] = []
+    for package in wanted:
+        free = [r for r in rounds if all(p.name != package.name for p in r)]
+        if free:
+            free[0].append(package)
+        else:
+            rounds.append([package])
+    for number, batch in enumerate(rounds):
+        requirements = cache / f"requirements{number or ''}.txt"
+        requirements.write_text("".join(p.requirement + "\n" for p in batch))
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--require-hashes",
+                "-r",
+                str(requirements),
+                "-d",
+                str(cache),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        if proc.returncode != 0:
+            error = (proc.stderr or proc.stdout).strip()[-2000:]
+            return error or f"pip exited {proc.returncode}"
     still = missing(cache)
     return f"not downloaded: {', '.join(p.sdist for p in still)}" if still else ""
 
@@ -188,4 +290,4 @@ if __name__ == "__main__":
     if error:
         print(f"corpus: {error}", file=sys.stderr)
         sys.exit(1)
-    print(f"corpus: {len(PACKAGES)} sdists in {cache_dir()}")
+    print(f"corpus: {len({p.sdist for p in PACKAGES})} sdists in {cache_dir()}")

@@ -24,14 +24,36 @@ PROJECT = Path(__file__).resolve().parents[2]
 TOOLS = ["read_file", "list_files", "search_text", "edit_file", "write_file", "run_command"]
 
 
+def add_config(repo: Path, name: str, text: str) -> None:
+    """Add ``text`` (a section header line, then its keys) to the config file ``name``: the
+    keys go into that section when the file has it (a second section of the same name is a
+    parse error in INI and TOML alike), else the whole text is appended or the file made."""
+    path = repo / name
+    header, _, keys = text.partition("\n")
+    lines = path.read_text().splitlines(keepends=True) if path.is_file() else []
+    for at, line in enumerate(lines):
+        if line.strip() == header.strip():
+            lines.insert(at + 1, keys)
+            break
+    else:
+        if lines:
+            lines[-1] = lines[-1].rstrip("\n") + "\n\n"
+        lines.append(text)
+    path.write_text("".join(lines))
+
+
 class RealRepoNight:
     def __init__(self, package: Package, tmp: Path) -> None:
         self.package = package
         self.tmp = tmp
         self.repo = unpack(package, tmp / "repo")
+        message = f"{package.name} {package.version} as released"
+        if package.config:
+            add_config(self.repo, *package.config)
+            message += f", {package.config[0]} with its pytest options"
         git(self.repo, "init", "-q", "-b", "main")
         git(self.repo, "add", "-A")
-        git(self.repo, "commit", "-q", "-m", f"{package.name} {package.version} as released")
+        git(self.repo, "commit", "-q", "-m", message)
         source = self.repo / package.source
         text = source.read_text()
         assert text.count(package.good) == 1, f"{package.source} changed: re-pin the bug"
@@ -158,3 +180,40 @@ class RealRepoNight:
             if now != before:
                 changed.append(path)
         return changed
+
+
+# -- what the corpus tests assert -------------------------------------------------------------
+
+
+def explain(night: RealRepoNight, outcome: Outcome) -> str:
+    """The night's verdict in a failure message: the stop reason, the goal predicate's
+    result, the parked tasks with their reasons, the tail of the CLI's stderr."""
+    result = outcome.result
+    parked = result.get("plan", {}).get("parked")
+    return (
+        f"{night.package.id} ({night.package.layout}): exit {outcome.exit_code}, "
+        f"{result.get('stop_reason')}\npredicate: {result.get('predicate')}\n"
+        f"parked: {parked}\n{outcome.stderr[-3000:]}"
+    )
+
+
+def assert_landed_alone(night: RealRepoNight, outcome: Outcome) -> None:
+    """The goal is met and the branch holds one commit whose diff is the fixed source."""
+    why = explain(night, outcome)
+    assert outcome.exit_code == 0, why
+    assert outcome.result["stop_reason"] == "GOAL_MET", why
+    assert [t["id"] for t in outcome.result["verified"]] == ["fix"], why
+    assert len(night.commits(outcome)) == 1, why
+    assert night.changed(outcome) == [night.package.source], why
+    assert night.fixed_on_branch(outcome)
+
+
+def assert_nothing_landed(night: RealRepoNight, outcome: Outcome) -> None:
+    """The goal is not met, the night says so in its exit code, the task is parked and the
+    branch holds nothing."""
+    why = explain(night, outcome)
+    assert outcome.result, why
+    assert outcome.result["stop_reason"] != "GOAL_MET", why
+    assert outcome.exit_code != 0, why
+    assert night.commits(outcome) == [], why
+    assert [t["id"] for t in outcome.result["plan"]["parked"]] == ["fix"], why
