@@ -321,3 +321,23 @@ def test_a_unittest_suite_run_by_pytest_keeps_its_own_skips_and_expected_failure
     )
     code, judged, _ = check(moved, PYTEST + " -x", base)
     assert code == 0 and not judged.met and "test_optional" in judged.verdict
+
+
+SET_ORDER = """import pytest
+
+CASES = [(name, object()) for name in {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"}]
+
+
+@pytest.mark.parametrize(("name", "obj"), CASES)
+def test_case(name, obj):
+    assert name
+"""
+
+
+def test_test_ids_built_from_a_sets_order_are_the_same_in_every_run(tmp_path: Path) -> None:
+    # isodate's parametrized ids come from a set's order, which the hash seed decides: the
+    # base record's ids must be the candidate's, or every such test is "missing".
+    root = project(tmp_path / "p", FIXED, {"tests/test_order.py": SET_ORDER})
+    runs = [check(root)[2].collected for _ in range(4)]
+    assert all(ids == runs[0] for ids in runs), runs
+    assert any("-obj" in n for n in runs[0])

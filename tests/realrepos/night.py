@@ -46,6 +46,7 @@ class RealRepoNight:
     def __init__(self, package: Package, tmp: Path) -> None:
         self.package = package
         self.tmp = tmp
+        self.with_setup = True
         self.repo = unpack(package, tmp / "repo")
         message = f"{package.name} {package.version} as released"
         if package.config:
@@ -102,7 +103,11 @@ class RealRepoNight:
             "the tests.",
             "workspace": str(self.repo),
             "budget": {"usd": 5.0, "hours": 1.0},
-            "predicate": {"command": p.tests, "timeout_s": 300},
+            "predicate": {
+                "command": p.tests,
+                "timeout_s": 300,
+                **({"setup": p.setup} if p.setup and self.with_setup else {}),
+            },
             "model": {
                 "provider": "python",
                 # A module of the spec's folder: the package's own `tests` may shadow ours.

@@ -72,6 +72,14 @@ class PredicateSpec(_Strict):
     the goal is met."""
     timeout_s: float = Field(default=600.0, gt=0)
     """Seconds before the predicate is killed and counted as not met."""
+    setup: str | None = Field(default=None, min_length=1)
+    """Shell command run in every clean checkout before anything is judged there (the base
+    record, each verify and predicate run, the start check) and in the agent's worktree when
+    the night starts and whenever it is written afresh: what a clean checkout needs before its
+    tests can run (write a generated ``version.py``, build extensions in place). It runs in the
+    sandbox like the checks, and can write only the checkout. Unset: nothing is run."""
+    setup_timeout_s: float = Field(default=600.0, gt=0)
+    """Seconds before the set-up command is killed (the check it prepares is then not met)."""
     pytest_plugins: list[str] = Field(default_factory=list)
     """Installed pytest plugins the predicate and the verifies need (``["xdist"]``): a check
     that runs pytest runs with plugin autoload off and loads these with ``-p``, besides the

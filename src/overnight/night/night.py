@@ -34,6 +34,7 @@ from overnight.core.tasks import CommandRun, Task
 from overnight.core.text import clip
 from overnight.effects.ledger import UNSETTLED, render_done, render_unknown
 from overnight.night.candidate import Candidate
+from overnight.night.checkouts import Checkouts, NoTimeLeft, Ran, SetupFailed
 from overnight.night.compose import NightParts
 from overnight.night.finish import (
     ClosingFacts,
@@ -44,7 +45,7 @@ from overnight.night.finish import (
 from overnight.night.planner import Planner
 from overnight.night.signals import Signals
 from overnight.night.testrun import Reporter, check_env, confined, pytest_evidence
-from overnight.night.verdict import NoTimeLeft, Ran, Verdicts
+from overnight.night.verdict import Verdicts
 from overnight.night.worktree import remove_worktree
 from overnight.process import (
     CommandResult,
@@ -103,10 +104,14 @@ class Night:
             self.planner = Planner(
                 spec, state, goal, expected_goal_sha, self.gateway, self.trace, self.seconds_used
             )
+        self.checkouts = Checkouts(
+            spec, self.worktree, self.trace, self.run, self.confinement, self.log_name
+        )
         self.verdicts = Verdicts(
             spec,
             state,
             self.worktree,
+            self.checkouts.clean,
             self.trace,
             self.run,
             self.confinement,
@@ -208,6 +213,8 @@ class Night:
         With no time left none of it starts: the stop check ends the night at once."""
         self.end_leftover_command()
         self.release_reviewed()
+        if self.spec.predicate.setup is not None and self.seconds_left() > 0:
+            self.set_up_worktree()
         flight = self.state.in_progress
         if flight is not None:
             try:
@@ -538,9 +545,6 @@ class Night:
         )
         return True
 
-    def checkout(self, commit: str | None) -> Path:
-        return self.worktree.clean_checkout(commit)
-
     def land(self, candidate: str | None) -> str | None:
         """Put a verified candidate on the branch; a task that changed nothing lands no
         commit."""
@@ -574,7 +578,7 @@ class Night:
         first = s.last_predicate
         if first is not None and first.at_start and self.worktree.head() == s.base_commit:
             s.record_predicate(first.model_copy(update={"at_start": False}))
-            s.count_command(sandboxed=self.sandbox.sandbox is not None)
+            s.count_command(sandboxed=self.confinement() is not None)
             self.trace.event(
                 "tool_call",
                 tool="predicate",
@@ -593,7 +597,17 @@ class Night:
         afresh from the branch; the patch's path, or None when there was no change."""
         patch = self.run_dir.artifacts / self.log_name(f"{task.id}.{attempt}", ".patch")
         private_dir(self.run_dir.artifacts)
-        return str(patch) if self.worktree.discard(patch, candidate) else None
+        saved = self.worktree.discard(patch, candidate)
+        self.set_up_worktree()
+        return str(patch) if saved else None
+
+    def set_up_worktree(self) -> None:
+        """The spec's set-up command in the agent's worktree; a failure is the trace's to say
+        (the checks run it again in their own checkouts, and say it there)."""
+        try:
+            self.checkouts.set_up(self.run_dir.worktree, "worktree")
+        except SetupFailed as exc:
+            self.trace.event("decision", decision="worktree_setup_failed", detail=str(exc)[:500])
 
     def steps_exhausted(self) -> bool:
         return self.budgets()[STEPS].exhausted

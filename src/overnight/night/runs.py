@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,7 +31,7 @@ from overnight.night.startcheck import StartCheck, check_predicate
 from overnight.report.result import TerminalResult
 from overnight.sandbox.policy import SandboxPolicy, make_sandbox
 from overnight.seams import Clock, ModelClient, TaskExecutor
-from overnight.store.atomic import private_dir
+from overnight.store.atomic import open_private, private_dir
 from overnight.store.index import register
 from overnight.store.journal import read_journal
 from overnight.store.run_state import RunStateStore, load_run_state
@@ -116,7 +116,8 @@ def _fresh_state(
         if start.predicate is not None:
             state.record_predicate(start.predicate)
             private_dir(run_dir.artifacts)
-            (run_dir.artifacts / "predicate.log").write_text(start.output)
+            with open_private(run_dir.artifacts / "predicate.log", "wb") as log:
+                log.write(start.output.encode("utf-8", "replace"))
         state.start_notes = list(start.notes)
     return state
 
@@ -161,9 +162,11 @@ def start_run(
     model: ModelClient | None = None,
     executor: TaskExecutor | None = None,
     shared: Shared | None = None,
+    notes: Sequence[str] = (),
 ) -> tuple[RunDir, TerminalResult]:
     """Start a night; the spec must already have passed ``check_spec``. ``model`` and
-    ``executor``, when given, replace the spec's targets (tests and embedders hand in theirs)."""
+    ``executor``, when given, replace the spec's targets (tests and embedders hand in theirs).
+    ``notes``: what the checks before the night found worth saying, for the trace."""
     clock = clock or SystemClock()
     signals = signals or Signals()
     run_id = new_run_id()
@@ -195,7 +198,7 @@ def start_run(
         night = Night(spec, rd, state, goal, goal.sha256, signals, parts)
         spans = _night_spans(spec, night, parts)
         night.trace.listener = listening(listener, spans)
-        for note in state.start_notes:
+        for note in [*notes, *state.start_notes]:
             night.trace.event("decision", decision="start_check", note=note)
         night.checkpoint()
         return rd, _drive(night, spans)

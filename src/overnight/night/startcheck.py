@@ -25,8 +25,9 @@ from overnight.core.evidence import BaseTests, RunReport, Scope, base_tests
 from overnight.core.resume import cannot_run_reason, runs_pytest
 from overnight.core.state import PredicateRecord
 from overnight.night import worktree as ws
+from overnight.night.checkouts import Ran
 from overnight.night.testrun import check_env, confined, pytest_evidence
-from overnight.night.verdict import Ran, judged_predicate
+from overnight.night.verdict import judged_predicate
 from overnight.process import CommandResult, Confinement, run_command, scrubbed_env
 from overnight.sandbox.policy import SandboxPolicy
 
@@ -105,6 +106,7 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
     command = spec.predicate.command
     timeout = min(spec.predicate.timeout_s, spec.budget.hours * 3600.0)
     with _export(repo, commit) as where:
+        _set_up(spec, policy, where, commit)
         base = _run(spec, policy, command, where, timeout, complete=True)
     check = StartCheck(commit)
     extra = _extra_files(repo)
@@ -126,11 +128,17 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
     if base_why is not None:
         tail = "\n".join(base.result.output.strip().splitlines()[-6:])
         notes = "".join(f" {note}." for note in check.notes)
+        named = mentioned(extra, base.result.output)
+        if named:
+            notes += (
+                f" The failure mentions {_listed(named)}, which your checkout holds and the "
+                "commit lacks (git ignores it, or it is untracked)."
+            )
         raise ConfigError(
             "predicate.command",
             f"`{command}` cannot run on a clean checkout of the base commit {commit[:12]} "
             f"({base_why}); nothing was spent.{notes}\n{tail}".rstrip(),
-            _fix(base_why, differs),
+            _setup_fix(named) if named else _fix(base_why, differs),
         )
     if base.tests is not None:
         check.base = base_tests(command, commit, base.tests)
@@ -139,6 +147,57 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
     check.predicate = judged_predicate(ran, scope).model_copy(update={"at_start": True})
     check.output = base.result.output
     return check
+
+
+def _set_up(spec: Spec, policy: SandboxPolicy, where: Path, commit: str) -> None:
+    """The spec's set-up command in the clean export, as every clean checkout of the night
+    gets it; a failure refuses the night."""
+    command = spec.predicate.setup
+    if command is None:
+        return
+    confine: Confinement | None = policy.confinement(agent_worked=False)
+    env = None
+    if confine is not None:
+        confine = confined(confine, [where])
+    else:
+        env = check_env(scrubbed_env(), [where])
+    result = run_command(
+        command, cwd=where, timeout_s=spec.predicate.setup_timeout_s, env=env, confine=confine
+    )
+    if result.exit_code == 0 and not result.timed_out:
+        return
+    said = "timed out" if result.timed_out else f"exit {result.exit_code}"
+    tail = "\n".join(result.output.strip().splitlines()[-6:])
+    raise ConfigError(
+        "predicate.setup",
+        f"`{command}` failed on a clean checkout of the base commit {commit[:12]} ({said}); "
+        f"nothing was spent.\n{tail}".rstrip(),
+        "make the set-up command succeed on a fresh clone of the repository (it runs in the "
+        "sandbox and can write only the checkout)",
+    )
+
+
+def mentioned(paths: list[str], output: str) -> list[str]:
+    """Which of ``paths`` (files of the user's checkout that the commit lacks) ``output``
+    names: as a path, a path under ``src/``, or a module (``isodate.version``)."""
+    found = []
+    for path in paths:
+        bare = path.rstrip("/")
+        names = {bare, bare.removeprefix("src/")}
+        if bare.endswith(".py"):
+            module = bare[: -len(".py")].removesuffix("/__init__")
+            names |= {module.replace("/", "."), module.removeprefix("src/").replace("/", ".")}
+        if any(len(name) > 3 and name in output for name in names):
+            found.append(path)
+    return found
+
+
+def _setup_fix(named: list[str]) -> str:
+    return (
+        f"commit {_listed(named)}, or name a command that makes it in every clean checkout: "
+        '[predicate] setup = "..." (run in the sandbox before each check, e.g. a code '
+        "generator or `python setup.py build_ext --inplace`)"
+    )
 
 
 def _plugins_note(base: _Outcome, cannot_run: bool) -> str:

@@ -88,6 +88,9 @@ class Reporter:
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYTEST_ADDOPTS": addopts,
             "OVERNIGHT_EVIDENCE_FD": str(self.fd),
+            # Test ids built from a set's order (parametrize over a set) change with the
+            # hash seed: one seed for every run, so the base's ids are the candidate's.
+            "PYTHONHASHSEED": base.get("PYTHONHASHSEED") or "0",
         }
         if self.complete:
             env["OVERNIGHT_EVIDENCE_COMPLETE"] = "1"

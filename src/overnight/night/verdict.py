@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import packages_distributions
 from pathlib import Path
-from typing import Protocol
 
 from overnight.config.spec import Spec
 from overnight.core.evidence import BaseTests, Evidence, Judgement, RunReport, Scope, base_tests
@@ -35,33 +34,16 @@ from overnight.core.state import PredicateRecord, RunState
 from overnight.core.suite import record_for
 from overnight.core.tasks import Task
 from overnight.core.text import clip
+from overnight.night.checkouts import NoTimeLeft, Ran, RunCheck, SetupFailed
 from overnight.night.planner import verify_prefixes
 from overnight.night.testrun import runner_touches
 from overnight.night.worktree import Worktree
-from overnight.process import CommandResult, Confinement
+from overnight.process import Confinement
 from overnight.seams import ToolError
 from overnight.store.trace import Trace
 from overnight.tools.shell import check_command
 
 OUTPUT_TAIL = 2000
-
-
-class NoTimeLeft(Exception):
-    """A verify or a predicate that would start, or was cut, at the night's time limit. Its
-    task stays IN_PROGRESS: the stop check ends the night ``TIME_LIMIT:wall_clock`` and a
-    resume with more time verifies the task (never executes it again)."""
-
-
-@dataclass(frozen=True)
-class Ran:
-    """A command the harness ran, and the timeout it ran under."""
-
-    result: CommandResult
-    timeout_s: float
-    cut_at_time_limit: bool
-    """It timed out with no time left: the night's clock cut it, not its own timeout."""
-    tests: RunReport | None = None
-    """What the harness's reporter saw, for a command that runs pytest."""
 
 
 @dataclass(frozen=True)
@@ -75,25 +57,6 @@ class Verdict:
     evidence: Evidence = "exit_code_only"
 
 
-class RunCheck(Protocol):
-    """How the night runs a check: in ``cwd``, bounded by the time left (``clip``), sandboxed
-    when ``confine`` is given; ``tests``: with the harness's reporter, ``complete``: as a
-    base record."""
-
-    def __call__(
-        self,
-        command: str | list[str],
-        timeout_s: float,
-        log: str,
-        *,
-        clip: bool,
-        cwd: Path,
-        confine: Confinement | None,
-        tests: bool = False,
-        complete: bool = False,
-    ) -> Ran: ...
-
-
 class Verdicts:
     """Record the base, judge a candidate, explain the judgement, for one night."""
 
@@ -102,6 +65,7 @@ class Verdicts:
         spec: Spec,
         state: RunState,
         worktree: Worktree,
+        checkout: Callable[[str | None], Path],
         trace: Trace,
         run: RunCheck,
         confinement: Callable[..., Confinement | None],
@@ -111,6 +75,7 @@ class Verdicts:
         self.spec = spec
         self.state = state
         self.worktree = worktree
+        self.checkout = checkout
         self.trace = trace
         self.run = run
         self.confinement = confinement
@@ -145,7 +110,11 @@ class Verdicts:
     ) -> BaseTests:
         """Run ``command`` on a clean checkout of the base commit as a base record."""
         s = self.state
-        where = self.worktree.clean_checkout(s.base_commit)
+        try:
+            where = self.checkout(s.base_commit)
+        except SetupFailed as exc:  # judged without a record: every test must pass
+            self.trace.event("decision", decision="base_tests_setup_failed", detail=str(exc))
+            return self.keep(key, BaseTests(command=key, commit=s.base_commit), 0.0)
         ran = self.run(
             command,
             timeout_s,
@@ -194,7 +163,10 @@ class Verdicts:
                     VerifyOutcome.CANNOT_RUN, f"the verify command was refused: {exc}", why
                 )
         base = self.base_for(task.verify, command, task.model_written, task.timeout_s)
-        where = self.worktree.clean_checkout(candidate)
+        try:
+            where = self.checkout(candidate)
+        except SetupFailed as exc:
+            return Verdict(VerifyOutcome.NOT_DONE, f"not met: {exc}")
         confine = self.confinement(model_written=task.model_written)
         ran = self.run(
             command,
@@ -252,7 +224,7 @@ class Verdicts:
             as_record = tests and on_base and self.base_for_kept(p.command) is None
             if tests and not as_record:
                 base = self.base_for(p.command, p.command, False, p.timeout_s)
-            where = self.worktree.clean_checkout(None)
+            where = self.checkout(None)
             confine = self.confinement()
             ran = self.run(
                 p.command,
@@ -264,6 +236,8 @@ class Verdicts:
                 tests=tests,
                 complete=as_record,
             )
+        except SetupFailed as exc:
+            return PredicateRecord(met=False, exit_code=None, seconds=0.0, detail=f"not met: {exc}")
         except NoTimeLeft:
             return PredicateRecord(
                 met=False,
@@ -329,7 +303,10 @@ class Verdicts:
         if candidate is None or task.brief is None:
             return []
         paths = [c.path for c in self.worktree.changes(candidate) if c.status != "D"]
-        where = self.worktree.clean_checkout(candidate)
+        try:
+            where = self.checkout(candidate)
+        except SetupFailed:
+            return []
         found = runner_touches(paths, where, self.confinement(model_written=True))
         if found:
             self.trace.event("decision", decision="touches_runner", task=task.id, paths=found)
