@@ -341,3 +341,27 @@ def test_test_ids_built_from_a_sets_order_are_the_same_in_every_run(tmp_path: Pa
     runs = [check(root)[2].collected for _ in range(4)]
     assert all(ids == runs[0] for ids in runs), runs
     assert any("-obj" in n for n in runs[0])
+
+
+NONE_IN_A_SET = """from datetime import date
+
+import pytest
+
+CASES = {(n, date(2000 + n, 1, 1) if n % 2 else None, f"c{n}") for n in range(12)}
+
+
+@pytest.mark.parametrize(("n", "when", "name"), CASES)
+def test_case(n, when, name):
+    assert name == f"c{n}"
+"""
+
+
+def test_a_case_numbered_otherwise_in_another_process_is_the_same_test(tmp_path: Path) -> None:
+    # A set of tuples holding None is ordered by addresses (hash(None) before Python 3.12):
+    # pytest's ids (when0, when1...) change from one process to the next; the case does not.
+    root = project(tmp_path / "p", FIXED, {"tests/test_none.py": NONE_IN_A_SET})
+    _, _, base = check(root, complete=True)
+    assert any("when" in n for n in base.collected) and base.keys
+    for _ in range(3):
+        code, judged, _ = check(root, base=base)
+        assert code == 0 and judged.met, judged.verdict

@@ -180,3 +180,29 @@ def test_a_runner_function_replaced_in_the_test_process_is_a_disagreement() -> N
     run.tampered = tampered.tampered
     j = judge(run, 0)
     assert not j.met and "replaced the runner's own _pytest.runner.call_and_report" in j.verdict
+
+
+def test_a_parametrized_case_numbered_otherwise_is_the_same_test() -> None:
+    # pytest numbers cases it cannot name in the order the suite lists them; a set's order
+    # (tuples holding None, hashed by address) changes it from one process to the next.
+    x, y = "t.py::test_p[4-expected4]", "t.py::test_p[4-expected5]"
+    keyed = [{"kind": "collected", "nodeid": n, "key": f"t.py::test_p[{k}]"} for n, k in
+             ((x, "aaaa"), (y, "bbbb"))]  # fmt: skip
+    on_base = read_run(lines({"kind": "started"}, *keyed, *passing(x),
+                             *skip_in(y, "call", "t.py:3", "no numpy"),
+                             {"kind": "finished", "exitstatus": 0}))  # fmt: skip
+    base = base_tests("pytest", "c", on_base)
+    swapped = [{"kind": "collected", "nodeid": n, "key": f"t.py::test_p[{k}]"} for n, k in
+               ((x, "bbbb"), (y, "aaaa"))]  # fmt: skip
+    here = read_run(lines({"kind": "started"}, *swapped, *passing(y),
+                          *skip_in(x, "call", "t.py:3", "no numpy"),
+                          {"kind": "finished", "exitstatus": 0}))  # fmt: skip
+    j = judge(here, 0, base)
+    assert j.met, j.verdict
+    # without the keys, the ids say the case that ran on the base is skipped here
+    for event in swapped:
+        del event["key"]
+    plain = read_run(lines({"kind": "started"}, *swapped, *passing(y),
+                           *skip_in(x, "call", "t.py:3", "no numpy"),
+                           {"kind": "finished", "exitstatus": 0}))  # fmt: skip
+    assert not judge(plain, 0, base).met

@@ -82,6 +82,10 @@ class BaseTests(BaseModel):
     at the same place for the same reason."""
     ran: list[str] = Field(default_factory=list)
     """Tests that ran there (passed or failed): each must pass."""
+    keys: dict[str, str] = Field(default_factory=dict)
+    """Parametrized tests' identities by their parameters' values: the same case under
+    another number (ids pytest numbers in the order a suite lists its cases, which a set's
+    order can change from one process to the next) is the same test."""
     allowed: dict[str, str] = Field(default_factory=dict)
     """Older records: tests that may stay skipped, with why (a mark, a skip at set-up)."""
 
@@ -115,6 +119,8 @@ class RunReport:
     neutralized: list[str] = field(default_factory=list)
     skips: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
     """``(node id, phase)`` -> ``(where, reason)`` of a skip or xfail raised there."""
+    keys: dict[str, str] = field(default_factory=dict)
+    """A parametrized test's node id -> its identity by its parameters' values."""
 
     def errored_at_setup(self) -> list[str]:
         """Tests whose set-up failed (a fixture not found, a plugin missing)."""
@@ -208,6 +214,8 @@ def read_run(events: Iterable[Mapping[str, Any] | None], *, truncated: bool = Fa
             collected[nodeid] = None
             if isinstance(event.get("mark"), str):
                 run.marks[nodeid] = event["mark"]
+            if isinstance(event.get("key"), str):
+                run.keys[nodeid] = event["key"]
         elif kind == "deselected":
             run.deselected.append(nodeid)
         elif kind == "collect_error":
@@ -265,6 +273,7 @@ def base_tests(command: str, commit: str, run: RunReport) -> BaseTests:
         neutralized=run.neutralized,
         skipped=skipped,
         ran=ran,
+        keys=dict(run.keys),
     )
 
 
@@ -325,6 +334,8 @@ def judge(
     ``scope``: the part of ``base`` the command runs (all of it by default)."""
     scope = scope or Scope()
     required = [n for n in base.collected if scope.holds(n)] if base is not None else []
+    alias = _same_cases(base, run) if base is not None and run is not None else {}
+    required = [alias.get(n, n) for n in required]
     if exit_code != 0:
         failed = [] if run is None else _named(run, required, "failed")
         said = f"; failed: {_names(failed)}" if failed else ""
@@ -360,13 +371,14 @@ def judge(
     by_status: dict[str, list[str]] = {}
     stayed: dict[tuple[str, str], list[str]] = {}
     notes: dict[str, list[str]] = {}
+    origin = {here: there for there, here in alias.items()}
     shown: list[str] = []
     for nodeid in everything:
         status = run.status(nodeid)
         if status == "passed":
             continue
         if status in ("skipped", "xfailed"):
-            why = _as_on_base(run, nodeid, base)
+            why = _as_on_base(run, nodeid, base, origin.get(nodeid, nodeid))
             if why is None:
                 site = run.skip_site(nodeid)
                 stayed.setdefault((status, site.reason if site else ""), []).append(nodeid)
@@ -410,16 +422,39 @@ def stayed_said(groups: Sequence[SkipGroup], limit: int = 5) -> str:
     return said
 
 
-def _as_on_base(run: RunReport, nodeid: str, base: BaseTests | None) -> str | None:
-    """None when ``nodeid``, skipped or xfailed here, was so on the base commit in the same
-    way; else what to say of it (empty when the base commit did not know it)."""
+def _same_cases(base: BaseTests, run: RunReport) -> dict[str, str]:
+    """Base node ids whose case the run holds under another id: the same parametrized case
+    (the same parameter values), numbered otherwise. Paired one to one, in order."""
+    by_key: dict[str, list[str]] = {}
+    for nodeid in run.collected:
+        key = run.keys.get(nodeid)
+        if key is not None:
+            by_key.setdefault(key, []).append(nodeid)
+    alias: dict[str, str] = {}
+    for nodeid in base.collected:
+        key = base.keys.get(nodeid)
+        if key is None or not by_key.get(key):
+            continue
+        here = by_key[key].pop(0)
+        if here != nodeid:
+            alias[nodeid] = here
+    return alias
+
+
+def _as_on_base(
+    run: RunReport, nodeid: str, base: BaseTests | None, on_base: str | None = None
+) -> str | None:
+    """None when ``nodeid``, skipped or xfailed here, was so on the base commit (as
+    ``on_base``) in the same way; else what to say of it (empty when the base commit did not
+    know it)."""
     if base is None:
         return ""
-    known = base.skipped.get(nodeid)
+    on_base = on_base or nodeid
+    known = base.skipped.get(on_base)
     if known is None:
-        if nodeid in base.allowed and nodeid not in base.ran:  # an older record's
+        if on_base in base.allowed and on_base not in base.ran:  # an older record's
             return None
-        return "ran on the base commit" if nodeid in base.ran else ""
+        return "ran on the base commit" if on_base in base.ran else ""
     site = run.skip_site(nodeid)
     if site is None or (site.outcome, site.where, site.reason) != (
         known.outcome,

@@ -29,6 +29,7 @@ the harness needs) and keeps to the standard library and pytest's hooks.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
@@ -300,12 +301,37 @@ def pytest_deselected(items: list[pytest.Item]) -> None:
             _write({"kind": "deselected", "nodeid": item.nodeid})
 
 
+def _case_key(item: pytest.Item) -> str | None:
+    """A parametrized test's identity by its parameters' values: pytest numbers the ids of
+    values it cannot name (``expected4``) in the order the cases were listed, and a suite that
+    lists them from a set (a set of tuples holding ``None``, hashed by address) numbers them
+    differently in every process. None when a value has no stable text (an address in it)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    try:
+        parts = []
+        for name in sorted(callspec.params):
+            text = repr(callspec.params[name])
+            if " at 0x" in text or len(text) > 10_000:
+                return None
+            parts.append(f"{name}={text}")
+        digest = hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
+    except Exception:
+        return None
+    return f"{item.nodeid.split('[', 1)[0]}[{digest}]"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     if not _active(session.config):
         return
     for item in session.items:
-        _write({"kind": "collected", "nodeid": item.nodeid, "mark": _mark(item)})
+        event: dict[str, Any] = {"kind": "collected", "nodeid": item.nodeid, "mark": _mark(item)}
+        key = _case_key(item)
+        if key is not None:
+            event["key"] = key
+        _write(event)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
