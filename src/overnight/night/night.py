@@ -45,7 +45,7 @@ from overnight.night.finish import (
 from overnight.night.planner import Planner
 from overnight.night.signals import Signals
 from overnight.night.testrun import Reporter, check_env, confined, pytest_evidence
-from overnight.night.verdict import Verdicts
+from overnight.night.verdict import Screen, Verdicts
 from overnight.night.worktree import remove_worktree
 from overnight.process import (
     CommandResult,
@@ -288,7 +288,8 @@ class Night:
             ran = self.last_command
             made = self.candidate(task)
             candidate = made.commit
-            if self.park_if_judged(task, attempt, made):
+            screened = self.verdicts.screen(task, candidate)
+            if self.park_if_judged(task, attempt, made, screened):
                 return VerifyOutcome.NOT_DONE
             verdict = self.verdicts.verify(task, candidate, attempt)
             outcome, detail = verdict.outcome, verdict.detail
@@ -301,7 +302,7 @@ class Night:
                 touches = self.verdicts.touches_runner(task, candidate)
                 s.finish_done(
                     task,
-                    self.land(candidate),
+                    self.land(candidate, task, screened),
                     attempt,
                     detail,
                     command=ran,
@@ -309,6 +310,7 @@ class Night:
                     touches_runner=touches,
                     excluded=made.notes.listed_excluded(),
                     dropped=made.notes.listed_dropped(),
+                    automation=screened.landed_automation,
                 )
                 return outcome
             reason = ""
@@ -523,14 +525,15 @@ class Night:
         )
         return self.worktree.candidate(message)
 
-    def park_if_judged(self, task: Task, attempt: int, made: Candidate) -> bool:
+    def park_if_judged(self, task: Task, attempt: int, made: Candidate, screened: Screen) -> bool:
         """Park the task when its candidate holds what no candidate may (a nested repository,
-        a file over the size limit) or changes what judges the work; True when parked."""
-        forged = self.verdicts.judged_changes(task, made.commit)
+        a file over the size limit), changes what judges the work, or changes what runs by
+        itself beyond what the spec allows; True when parked."""
+        forged, automation = screened.judged, screened.blocked
         refused = made.notes.refused
-        if not forged and not refused:
+        if not forged and not refused and not automation:
             return False
-        reason, lines = park_reason(refused, [sentence for _path, sentence in forged])
+        reason, lines = park_reason(refused, [sentence for _path, sentence in forged], automation)
         self.trace.event(
             "decision", decision="candidate_refused", task=task.id, reason=reason, paths=lines
         )
@@ -542,13 +545,19 @@ class Night:
             protected_changes=[r.path for r in refused if r.judges] + [p for p, _s in forged],
             excluded=made.notes.listed_excluded(),
             dropped=made.notes.listed_dropped(),
+            automation_changes=[a.path for a in automation],
         )
         return True
 
-    def land(self, candidate: str | None) -> str | None:
+    def land(
+        self, candidate: str | None, task: Task | None = None, screened: Screen | None = None
+    ) -> str | None:
         """Put a verified candidate on the branch; a task that changed nothing lands no
-        commit."""
+        commit. What it changes of what runs by itself, the spec allowing it, is traced."""
         self.fence.check("a commit to the branch")
+        if task is not None and screened is not None and screened.allowed:
+            paths = screened.landed_automation
+            self.trace.event("decision", decision="automation_landed", task=task.id, paths=paths)
         return self.worktree.land(candidate)
 
     def note_command_group(self, pgid: int) -> None:
@@ -578,7 +587,7 @@ class Night:
         first = s.last_predicate
         if first is not None and first.at_start and self.worktree.head() == s.base_commit:
             s.record_predicate(first.model_copy(update={"at_start": False}))
-            s.count_command(sandboxed=self.confinement() is not None)
+            self.confinement()  # counted as its policy ran it, sandboxed or not
             self.trace.event(
                 "tool_call",
                 tool="predicate",
@@ -671,7 +680,8 @@ class Night:
         self.worktree.clear_stale_locks()
         made = self.candidate(flight.task)
         candidate = made.commit
-        if self.park_if_judged(flight.task, flight.attempt, made):
+        screened = self.verdicts.screen(flight.task, candidate)
+        if self.park_if_judged(flight.task, flight.attempt, made, screened):
             self.checkpoint()
             return
         verdict = self.verdicts.verify(flight.task, candidate, flight.attempt)
@@ -686,15 +696,25 @@ class Night:
         touches: list[str] = []
         if outcome is VerifyOutcome.DONE:
             touches = self.verdicts.touches_runner(flight.task, candidate)
-            commit = self.land(candidate)
+            commit = self.land(candidate, flight.task, screened)
             if commit is None:  # landed by the process that died, or nothing to land
                 base = self.state.base_commit
                 commit = self.worktree.find_commit(base, task_marker(flight.task.id))
+                if commit is not None:  # what it changed is on the branch: report all of it
+                    landed = self.verdicts.screen(flight.task, commit, parent=f"{commit}^")
+                    screened = Screen(allowed=landed.allowed + landed.blocked)
         else:
             patch = self.discard(flight.task, flight.attempt, candidate)
         parked_before = len(self.state.parked)
         self.state.route_resumed(
-            outcome, detail, commit, patch, verdict.cannot_run, verdict.evidence, touches
+            outcome,
+            detail,
+            commit,
+            patch,
+            verdict.cannot_run,
+            verdict.evidence,
+            touches,
+            screened.landed_automation,
         )
         self.state.note_candidate(
             flight.task.id,

@@ -194,7 +194,8 @@ def mentioned(paths: list[str], output: str) -> list[str]:
 
 def _setup_fix(named: list[str]) -> str:
     return (
-        f"commit {_listed(named)}, or name a command that makes it in every clean checkout: "
+        f"commit what the tests need ({_listed(named)}), or name a command that makes it in "
+        "every clean checkout: "
         '[predicate] setup = "..." (run in the sandbox before each check, e.g. a code '
         "generator or `python setup.py build_ext --inplace`)"
     )
