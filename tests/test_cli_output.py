@@ -110,3 +110,30 @@ def test_a_progress_line_names_a_parked_tasks_reason_not_its_outcome_code() -> N
     assert progress_line(resumed) == (
         "[00:00:01] resumed: in-flight task t_2 parked: verify reports a partially applied state"
     )
+
+
+def test_the_note_says_what_the_harness_reads_and_what_the_night_will_not_see(
+    tmp_path: Path,
+) -> None:
+    from overnight.cli.uncommitted import uncommitted_note
+    from overnight.config.spec import load_spec
+
+    repo = make_repo(tmp_path / "repo")
+    (repo / "fake_model.py").write_text("def model(request):\n    return None\n")
+    (repo / "notes.txt").write_text("new\n")
+    spec_path = repo / "night.toml"
+    spec_path.write_text(
+        'goal = "g"\nworkspace = "."\n[budget]\nusd = 1.0\nhours = 1.0\n'
+        '[predicate]\ncommand = "true"\n'
+        '[model]\nprovider = "python"\ntarget = "fake_model:model"\nname = "m"\n'
+    )
+    note = uncommitted_note(load_spec(spec_path), spec_path)
+    assert note is not None
+    assert "has uncommitted changes (fake_model.py, night.toml, notes.txt)" in note
+    reads = note.split("reads these from your checkout now, as they are: ")[1]
+    reads = reads.split(". The night")[0]
+    assert "fake_model.py (the model)" in reads and "night.toml (the spec)" in reads
+    assert "will not see notes.txt" in note
+    (repo / "notes.txt").unlink()
+    only_read = uncommitted_note(load_spec(spec_path), spec_path)
+    assert only_read is not None and "will not see" not in only_read

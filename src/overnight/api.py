@@ -21,7 +21,7 @@ from overnight.config.spec import Spec
 from overnight.config.spec import load_spec as _parse_spec_file
 from overnight.night.compose import Shared
 from overnight.night.events import Event, RunCreated, event_of
-from overnight.night.preflight import check_spec
+from overnight.night.preflight import check_model_reach, check_spec
 from overnight.night.runs import resume_run, start_run
 from overnight.night.signals import Signals, drained_on_signals
 from overnight.report.result import TerminalResult
@@ -59,15 +59,18 @@ def run(
     ``signals`` lets the caller drain the night from another thread
     (``signals.request("sigterm")``); when called from the main thread, SIGTERM and SIGINT
     drain it too. ``shared`` is what a fleet shares between nights (``Shared``: an effects
-    store, a money cap)."""
+    store, a money cap). Before anything is written the spec is checked and, unless ``model``
+    is given, its model asked once whether it can be reached (``check_model_reach``)."""
     if not isinstance(spec, Spec):
         spec = load_spec(spec)
     check_spec(spec, model=model, executor=executor)
+    notes = check_model_reach(spec, model=model)
     signals = signals or Signals()
     with _draining(signals):
         _, result = start_run(
             spec,
             Path(run_dir) if run_dir is not None else None,
+            notes=notes,
             clock=clock,
             signals=signals,
             on_created=_announcer(on_event),

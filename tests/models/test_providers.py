@@ -92,7 +92,7 @@ def model_spec(repo: Path, **model: Any) -> Any:
 
 
 def test_providers_and_defaults() -> None:
-    assert PROVIDERS == ("python", "anthropic", "openai", "openai-compatible")
+    assert PROVIDERS == ("python", "anthropic", "openai", "openai-compatible", "script")
     spec = ModelSpec(provider="anthropic", name="claude-opus-5")
     assert (spec.base_url, spec.api, spec.stream) == (None, None, True)
     assert spec.outage_limit_s == 900.0 and spec.max_attempts >= 1 and spec.timeout_s > 0

@@ -3,8 +3,11 @@ recorded, with the price table the run recorded in its manifest, and summed.
 
 A call booked without a readable usage was booked at its reservation (the worst case the
 gateway held for it), so that is its price here too; a reservation that never had an answer
-counts at its worst case, as the ledger counts it. What was spent when the stop was decided is
-the same sum without the closing summary, the trailing calls of purpose ``summarize``.
+counts at its worst case, as the ledger counts it. A released reservation costs nothing: its
+attempt never reached the provider (the release says ``not_sent`` and why) or was answered
+with an error status before any output (``status``), and the figures name how many were.
+What was spent when the stop was decided is the same sum without the closing summary, the
+trailing calls of purpose ``summarize``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ class Repriced:
     by_purpose_nanos: dict[str, int] = field(default_factory=dict)
     calls: int = 0
     """Spend records (booked attempts)."""
+    released: int = 0
+    """Released reservations (attempts that cost nothing)."""
+    not_sent: int = 0
+    """Of those, attempts whose request never reached the provider."""
     problems: list[str] = field(default_factory=list)
     """Booked rows whose recorded bill is not what their usage costs."""
     prices_from: str = ""
@@ -105,7 +112,9 @@ def reprice(files: RunFiles) -> Repriced:
             reserves[rid] = rec
             open_[rid] = at
         elif kind == "release":
-            open_.pop(rid, None)
+            if open_.pop(rid, None) is not None:
+                out.released += 1
+                out.not_sent += bool(rec.get("not_sent"))
         elif kind == "spend":
             open_.pop(rid, None)
             try:
@@ -144,6 +153,16 @@ def reprice(files: RunFiles) -> Repriced:
     return out
 
 
+def released_text(money: Repriced) -> str:
+    if not money.released:
+        return ""
+    sent = money.released - money.not_sent
+    parts = [f"{money.not_sent} never reached the provider"] if money.not_sent else []
+    if sent:
+        parts.append(f"{sent} answered with an error status or raised before any output")
+    return f"; {money.released} attempt(s) released at $0 ({', '.join(parts)})"
+
+
 def money_checks(files: RunFiles, money: Repriced) -> list[AuditCheck]:
     """``spend.calls``, ``spend.total_usd`` and ``spend.by_purpose``."""
     spend = files.result.spend
@@ -153,7 +172,8 @@ def money_checks(files: RunFiles, money: Repriced) -> list[AuditCheck]:
             "money",
             not money.problems,
             f"{money.calls} booked call(s) re-priced at the prices from {money.prices_from}"
-            + ("; " + "; ".join(money.problems[:6]) if money.problems else ": each as booked"),
+            + ("; " + "; ".join(money.problems[:6]) if money.problems else ": each as booked")
+            + released_text(money),
         )
     ]
     claimed = to_nanos(spend.total_usd)

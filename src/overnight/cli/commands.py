@@ -1,5 +1,5 @@
-"""``overnight``: run, resume, status, report, review, audit, demo, estimate, calibrate,
-fleet.
+"""``overnight``: run, resume, status, report, review, audit, pr, list, clean, demo, init,
+check, estimate, calibrate, fleet.
 
 Exit codes: 0 success, 2 partial, 3 failure, 4 unrecoverable (the run's own verdict);
 64 a usage or spec error (nothing was written); 66 a run directory with no result yet.
@@ -10,15 +10,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from pathlib import Path
 from typing import Any, NoReturn
 
 from overnight import api
+from overnight.cli.clean import age_arg, cmd_clean
 from overnight.cli.fleet import add_fleet_parser, cmd_fleet, cmd_fleet_review
 from overnight.cli.output import Progress, finish_output, progress_line
 from overnight.cli.pipes import flush_standard_streams, guard_standard_streams
+from overnight.cli.pr import add_pr_parser, cmd_pr
 from overnight.cli.replay import add_replay_parser, cmd_replay
 from overnight.cli.reprice import add_reprice_parser, cmd_reprice
 from overnight.config.spec import load_spec
@@ -156,7 +159,8 @@ def _parser() -> argparse.ArgumentParser:
 
     clean = sub.add_parser(
         "clean",
-        help="remove the worktrees of runs that ended (their branches, results and reports stay)",
+        help="remove the worktrees of runs that ended, and the branches of those that landed "
+        "nothing (results and reports stay)",
     )
     clean.add_argument(
         "run_dir", nargs="?", type=_run, metavar="RUN", help=RUN_HELP + " (default: every run)"
@@ -176,6 +180,12 @@ def _parser() -> argparse.ArgumentParser:
         help="also runs that could still be resumed (a resume then has no worktree)",
     )
     clean.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    clean.add_argument(
+        "--older-than",
+        type=age_arg,
+        metavar="AGE",
+        help="only runs that ended (or, without a result, started) longer ago: 12h, 30d, 2w",
+    )
 
     demo = sub.add_parser("demo", help="a complete night on a bundled example, no API key")
     demo.add_argument("--dir", type=Path, help="where to put the example (default: a temp dir)")
@@ -187,7 +197,37 @@ def _parser() -> argparse.ArgumentParser:
         help="textstats: an agent fixes two bugs (default); migrations: command tasks",
     )
 
+    ini = sub.add_parser(
+        "init", help="write a commented night.toml for a repository, then check it"
+    )
+    ini.add_argument(
+        "dir", nargs="?", type=Path, metavar="DIR", help="the repository (default: here)"
+    )
+    ini.add_argument("--goal", help="the night's goal (asked on a terminal when left out)")
+    ini.add_argument("--budget", type=float, default=10.0, metavar="USD", help="default: 10")
+    ini.add_argument("--hours", type=float, default=8.0, metavar="H", help="default: 8")
+    ini.add_argument("--model", metavar="NAME", help="the model's name (default per provider)")
+    ini.add_argument(
+        "--provider",
+        choices=("anthropic", "openai", "script"),
+        default="anthropic",
+        help="anthropic (default), openai, or script: answers from a starter turns.toml "
+        "written next to the spec, no key",
+    )
+    ini.add_argument(
+        "--predicate",
+        metavar="CMD",
+        help="the goal predicate (default: found from the project's tests)",
+    )
+    ini.add_argument("--force", action="store_true", help="overwrite an existing night.toml")
+
+    chk = sub.add_parser(
+        "check", help="every check a night makes before its first model call; spends nothing"
+    )
+    chk.add_argument("spec", type=Path, help="the night's spec (night.toml)")
+
     add_fleet_parser(sub)
+    add_pr_parser(sub, _run, RUN_HELP)
     add_reprice_parser(sub, _run, RUN_HELP)
     add_replay_parser(sub, RUN_HELP)
 
@@ -259,24 +299,14 @@ def _run(given: str) -> Path:
         raise argparse.ArgumentTypeError(f"{exc.problem} ({exc.fix})") from None
 
 
-def _warn_uncommitted(spec: Any) -> None:
-    """A night starts from the workspace's committed HEAD: say so when the checkout holds
-    work it will not see."""
-    from overnight.night import worktree as ws
+def _warn_uncommitted(spec: Any, spec_path: Path) -> None:
+    """A night starts from the workspace's committed HEAD: say what it will and will not see
+    when the checkout holds uncommitted work."""
+    from overnight.cli.uncommitted import uncommitted_note
 
-    repo = ws.check_repository(spec.workspace_path())
-    paths = ws.uncommitted(repo)
-    if not paths:
-        return
-    shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
-    print(
-        printable(
-            f"overnight: note: {repo} has uncommitted changes ({shown}); the night starts "
-            f"from the committed HEAD ({ws.head(repo)[:12]}) and will not see them (nor "
-            "ignored files such as build outputs). Commit what the night needs first."
-        ),
-        file=sys.stderr,
-    )
+    note = uncommitted_note(spec, spec_path)
+    if note is not None:
+        print(printable(note), file=sys.stderr)
 
 
 def _warn_running(spec: Any) -> None:
@@ -300,7 +330,7 @@ def _warn_running(spec: Any) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     check_spec(spec)
-    _warn_uncommitted(spec)
+    _warn_uncommitted(spec, Path(args.spec))
     _warn_running(spec)
     with Progress(args.quiet) as progress:
         result = api.run(spec, run_dir=args.run_dir, on_event=progress)
@@ -419,6 +449,20 @@ def cmd_review(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_init(args: argparse.Namespace) -> int:
+    from overnight.cli.init import cmd_init as init
+
+    return init(args)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from overnight.cli.check import check_night, exit_code, render
+
+    outcomes = check_night(args.spec)
+    print(render(outcomes))
+    return exit_code(outcomes)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from overnight.cli.demo import run_demo
 
@@ -431,57 +475,42 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         estimate,
         render_text,
         resolve_workload,
-        spec_defaults,
         workload_flags,
     )
     from overnight.models.prices import price_for
 
     flags = workload_flags()
     overrides = {f.path: getattr(args, f.dest) for f in flags if getattr(args, f.dest) is not None}
-    table: dict[str, Any] = {}
-    defaults: dict[str, Any] = {}
-    provider, known = "python", {}
     if args.seed_example and args.spec is not None:
         raise ConfigError("--seed-example", "give a spec or --seed-example, not both")
-    if args.seed_example:
-        table = SEED_EXAMPLE.model_dump(exclude_none=True)
-    elif args.spec is not None:
-        spec = load_spec(args.spec)
-        if spec.estimate is not None:
-            table = spec.estimate.model_dump(exclude_unset=True)
-        defaults = spec_defaults(spec)
-        provider = spec.model.provider if spec.model is not None else "python"
-        known = {name: p.price() for name, p in spec.prices.items()}
     history: dict[str, Any] | None = None
     if args.spec is not None:
-        from overnight.cli.estimate import learned_estimate, require_task_count
+        from overnight.cli.estimate import spec_estimate
         from overnight.estimate.render_learned import render_learned
 
-        if args.no_history and args.from_runs:
-            raise ConfigError("--from", "give --from or --no-history, not both")
-        learned, why = (
-            (None, "--no-history")
-            if args.no_history
-            else (learned_estimate(spec, args, table, overrides))
-        )
-        if learned is not None:
+        spec = load_spec(args.spec)
+        found = spec_estimate(spec, overrides, args.from_runs, no_history=args.no_history)
+        if found.learned is not None:
             if args.json:
-                print(json.dumps(learned.as_dict(), indent=2, sort_keys=True))
+                print(json.dumps(found.learned.as_dict(), indent=2, sort_keys=True))
             else:
-                sys.stdout.write(render_learned(learned))
+                sys.stdout.write(render_learned(found.learned))
             return 0
-        require_task_count(spec, table, overrides)
-        history = {"used": False, "why": why}
-    workload = resolve_workload(
-        table, overrides, defaults, lambda name: price_for(name, provider, known)
-    )
-    result = estimate(workload)
+        assert found.derived is not None
+        result = found.derived
+        history = {"used": False, "why": found.why}
+    else:
+        table = SEED_EXAMPLE.model_dump(exclude_none=True) if args.seed_example else {}
+        workload = resolve_workload(
+            table, overrides, {}, lambda name: price_for(name, "python", {})
+        )
+        result = estimate(workload)
     if args.json:
         printed = result.as_dict() | ({} if history is None else {"history": history})
         print(json.dumps(printed, indent=2, sort_keys=True))
     else:
         if history is not None and spec.model is not None:
-            print(f"No history to learn from ({why}): the derivation from the spec.\n")
+            print(f"No history to learn from ({history['why']}): the derivation from the spec.\n")
         sys.stdout.write(render_text(result))
     return 0
 
@@ -514,7 +543,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             except (OSError, ValueError, KeyError):
                 state = "ended (result unreadable)"
         else:
-            state = "stopped without a result (resume it)"
+            state = "stopped without a result"
         cleaned = rd.is_run() and not rd.worktree.exists()
         rows.append(
             {
@@ -524,6 +553,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "workspace": run.workspace,
                 "created_at": run.created_at,
                 "cleaned": cleaned,
+                "resumable": state not in ("gone", "running") and _resumable(rd.result),
             }
         )
     if args.json:
@@ -533,68 +563,26 @@ def cmd_list(args: argparse.Namespace) -> int:
     else:
         for r in rows:
             mark = " (cleaned)" if r["cleaned"] else ""
+            if r["resumable"]:
+                mark += f"  resumable: overnight resume {shlex.quote(str(r['path']))}"
             print(printable(f"{r['run_id']}  {r['state']}{mark}\n    {r['path']}"))
     return 0
 
 
-def cmd_clean(args: argparse.Namespace) -> int:
-    from overnight.effects.review import run_dirs
-    from overnight.night import worktree as ws
-    from overnight.store.rundir import RunDir, is_locked
-
-    one = args.run_dir is not None
-    runs = [RunDir(args.run_dir)] if one else run_dirs(args.runs)
-    if one and not runs[0].is_run():
-        raise ConfigError("RUN", f"{runs[0].path} is not an overnight run directory")
-    removed = 0
-    for rd in runs:
-        trees = [p for p in (rd.worktree, rd.checkout) if p.exists()]
-        if is_locked(rd):
-            if one:
-                raise ConfigError(
-                    "RUN", f"{rd.path} is running", "stop it (SIGTERM) before cleaning it"
-                )
-            if trees:
-                print(printable(f"kept:    {rd.path} (running)"))
-            continue
-        result: dict[str, Any] = {}
-        if rd.result.exists():
-            try:
-                result = json.loads(rd.result.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                result = {}
-        ended = f"ended {result.get('stop_reason')}" if result else "has no result yet"
-        if not trees:
-            if one:
-                print("removed: nothing (already clean)")
-            continue
-        if (not result or result.get("resumable")) and not args.all:
-            if one:
-                raise ConfigError(
-                    "RUN",
-                    f"{rd.path} {ended} and could be resumed; cleaning removes its worktree",
-                    "resume it first, or pass --all",
-                )
-            print(printable(f"kept:    {rd.path} ({ended}, resumable; --all removes it too)"))
-            continue
-        shown = ", ".join(str(p) for p in trees)
-        if args.dry_run:
-            print(printable(f"would remove: {shown} ({ended})"))
-            continue
-        gone = [str(p) for p in trees if ws.remove_worktree(p) or not p.exists()]
-        removed += len(gone)
-        print(printable(f"removed: {', '.join(gone) or 'nothing'} ({ended})"))
-        branch = (result.get("branch") or {}).get("name") if result else None
-        if branch:
-            print(printable(f"kept:    branch {branch}, {rd.result}"))
-    if not one and not args.dry_run:
-        print(f"{removed} worktree(s) removed; branches, results and reports are kept")
-    return 0
+def _resumable(result: Path) -> bool:
+    """A run a resume can continue: its result says so, or it stopped without one."""
+    if not result.exists():
+        return True
+    try:
+        return bool(json.loads(result.read_text(encoding="utf-8")).get("resumable"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 COMMANDS = {
     "list": cmd_list,
     "clean": cmd_clean,
+    "pr": cmd_pr,
     "run": cmd_run,
     "resume": cmd_resume,
     "status": cmd_status,
@@ -603,6 +591,8 @@ COMMANDS = {
     "review": cmd_review,
     "fleet": cmd_fleet,
     "demo": cmd_demo,
+    "init": cmd_init,
+    "check": cmd_check,
     "calibrate": cmd_calibrate,
     "estimate": cmd_estimate,
     "reprice": cmd_reprice,

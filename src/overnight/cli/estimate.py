@@ -3,13 +3,15 @@ are any (or the runs ``--from`` names), else the spec-and-seed derivation."""
 
 from __future__ import annotations
 
-import argparse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from overnight.config.spec import Spec
 from overnight.core.budget import Price
 from overnight.core.errors import ConfigError
+from overnight.estimate.derivation import Estimate, estimate
+from overnight.estimate.from_spec import resolve_workload, spec_defaults
 from overnight.estimate.history import history_for, named_workloads
 from overnight.estimate.learned import Learned, NightPrices, Settings, learn
 from overnight.models.prices import price_for
@@ -56,15 +58,15 @@ def require_task_count(
 
 def learned_estimate(
     spec: Spec,
-    args: argparse.Namespace,
+    from_runs: Sequence[str] | None,
     table: Mapping[str, Any],
     overrides: Mapping[tuple[str, ...], Any],
 ) -> tuple[Learned | None, str]:
     """The estimate from history, or None and why there is none."""
     if spec.model is None:
         return None, "the night makes no model call"
-    if args.from_runs:
-        runs = named_workloads(args.from_runs)
+    if from_runs:
+        runs = named_workloads(from_runs)
         chosen = "the runs named by --from"
     else:
         runs, chosen = history_for(spec.workspace_path(), spec.model.name)
@@ -94,3 +96,43 @@ def learned_estimate(
         tiered_share=float(overrides.get(("tiered_share",), table.get("tiered_share", 0.6))),
     )
     return learn(runs, chosen, prices, settings), chosen
+
+
+@dataclass(frozen=True)
+class SpecEstimate:
+    """What a spec's night will cost: learned from recorded nights, or else derived."""
+
+    learned: Learned | None
+    derived: Estimate | None
+    """The derivation from the spec, when there is no learned estimate."""
+    why: str
+    """Why there is no learned estimate (when there is none)."""
+
+
+def spec_estimate(
+    spec: Spec,
+    overrides: Mapping[tuple[str, ...], Any] | None = None,
+    from_runs: Sequence[str] | None = None,
+    *,
+    no_history: bool = False,
+) -> SpecEstimate:
+    """``overnight estimate SPEC``: from the spec's recorded nights (or ``from_runs``) when
+    there are any, else derived from the spec, its ``[estimate]`` table and ``overrides``."""
+    overrides = overrides or {}
+    table = spec.estimate.model_dump(exclude_unset=True) if spec.estimate is not None else {}
+    if no_history and from_runs:
+        raise ConfigError("--from", "give --from or --no-history, not both")
+    learned, why = (
+        (None, "--no-history")
+        if no_history
+        else learned_estimate(spec, from_runs, table, overrides)
+    )
+    if learned is not None:
+        return SpecEstimate(learned, None, why)
+    require_task_count(spec, table, overrides)
+    provider = spec.model.provider if spec.model is not None else "python"
+    known = {name: p.price() for name, p in spec.prices.items()}
+    workload = resolve_workload(
+        table, overrides, spec_defaults(spec), lambda name: price_for(name, provider, known)
+    )
+    return SpecEstimate(None, estimate(workload), why)

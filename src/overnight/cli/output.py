@@ -66,6 +66,10 @@ def progress_line(e: Event) -> str | None:
         return f"{stamp}   {f('task')}: verify {f('verdict')}"
     if kind == "decision" and decision == "start_check":
         return f"{stamp} before the night: {f('note')}"
+    if kind == "model_retry":
+        said = f"HTTP {f('status')}" if f("status") is not None else "no answer"
+        count = f" {f('retries')}" if f("retries") else ""
+        return f"{stamp} model unreachable ({said}): retry{count} in {f('wait_s'):.0f}s"
     if kind == "model_call" and f("cost_usd") is not None:
         return f"{stamp} {f('purpose')} call ${f('cost_usd'):.4f}"
     return None

@@ -2,7 +2,7 @@
 
 ``overnight run`` shows it on a terminal while the night runs; ``overnight status`` shows the
 same panel for a run started elsewhere. It reads only what the run writes (checkpoint, spend
-journal, trace, result), so watching never disturbs the run.
+journal, trace, result, the outage going on), so watching never disturbs the run.
 """
 
 from __future__ import annotations
@@ -16,7 +16,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from overnight.cli.status import bands_text, drift_text, elapsed_text, has_money, spent_text
+from overnight.cli.status import (
+    bands_text,
+    drift_text,
+    elapsed_text,
+    has_money,
+    outage_text,
+    spent_text,
+)
 from overnight.core.text import printable
 
 BANDS = ((0.70, "notice"), (0.90, "no new task"), (0.92, "enforced"))
@@ -65,6 +72,9 @@ def render_panel(status: dict[str, Any], event: str | None = None) -> Renderable
     if "stop_reason" in status:
         state = f"{state}: {status['stop_reason']} (exit {status.get('exit_code')})"
     table.add_row("run", f"{status.get('run_id')}  {state}")
+    outage = outage_text(status)
+    if outage is not None:
+        table.add_row("model", Text(printable(outage), style="bold red"))
     if not has_money(status):
         table.add_row("money", "none (a night without a model spends no money)")
     elif status.get("spent_usd") is not None and status.get("cap_usd"):

@@ -27,6 +27,9 @@ def read_status(path: Path) -> dict[str, Any]:
     if running:
         out["state"] = "running"
         out["pid"] = holder_pid(rd)
+        outage = read_outage(rd)
+        if outage is not None:
+            out["outage"] = outage
     elif result is not None:
         out["state"] = "finished"
         out["stop_reason"] = result["stop_reason"]
@@ -68,6 +71,33 @@ def read_status(path: Path) -> dict[str, Any]:
         out["drift_checks"] = len(state.drift_history)
         out["goal_met"] = state.goal_met
     return out
+
+
+def read_outage(rd: RunDir) -> dict[str, Any] | None:
+    """The model outage the running night is in (``outage.json``), or None. Read only while
+    the night runs: a file a killed process left says nothing of now."""
+    try:
+        record = read_json(rd.outage)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def outage_text(s: dict[str, Any]) -> str | None:
+    """Since when the model has been unreachable, the retries, and when the night gives up."""
+    o = s.get("outage")
+    if not isinstance(o, dict):
+        return None
+    retries = int(o.get("retries", 0))
+    text = (
+        f"unreachable since {o.get('since')}, {retries} retr{'y' if retries == 1 else 'ies'}, "
+        f"next try at {o.get('next_try_at')}; gives up at {o.get('gives_up_at')} (outage "
+        f"limit {float(o.get('outage_limit_s', 0)):.0f}s) or after {o.get('attempts_left')} "
+        "more attempt(s)"
+    )
+    if o.get("error"):
+        text += f". Last error: {o['error']}"
+    return text
 
 
 DEFAULT_BANDS = BudgetFractions()
@@ -124,6 +154,9 @@ def render_status(s: dict[str, Any]) -> str:
             f"ended: {s['stop_reason']} (exit {s['exit_code']}, "
             f"{'resumable' if s['resumable'] else 'not resumable'})"
         )
+    outage = outage_text(s)
+    if outage is not None:
+        lines.append(f"model: {outage}")
     if not has_money(s):
         lines.append("money: none (a night without a model spends no money)")
     elif s.get("spent_usd") is not None:

@@ -13,15 +13,24 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from overnight.config.agent import AgentSpec
 from overnight.config.alerts import AlertsSpec
 from overnight.config.estimate import Workload
 from overnight.config.fleet import FleetSpec
 from overnight.config.sandbox import SandboxSpec
+from overnight.config.script import Script, load_script
 from overnight.config.telemetry import TelemetrySpec
-from overnight.config.tools import ToolsSpec
+from overnight.config.tools import BUILTIN_TOOLS, ToolsSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
 from overnight.core.errors import ConfigError, SpecProblems
 from overnight.core.globs import GlobError, compile_glob
@@ -30,7 +39,7 @@ from overnight.models.prices import price_for
 from overnight.models.seam import import_roots
 
 #: Where model calls can go (see ``overnight.models.providers``).
-PROVIDERS = ("python", "anthropic", "openai", "openai-compatible")
+PROVIDERS = ("python", "anthropic", "openai", "openai-compatible", "script")
 
 
 #: Above these a setting is a typo, not a plan (and would overflow the arithmetic).
@@ -90,6 +99,11 @@ class PredicateSpec(_Strict):
     ``tox.ini``, ``setup.cfg``, ``pyproject.toml``, ``noxfile.py``, ...) plus every file and
     directory the predicate and the seed verify commands name. A night whose goal is to write
     tests sets its own list."""
+    allow_automation: list[str] = Field(default_factory=list)
+    """Globs of automation paths (CI workflows, git, shell, editor and agent configuration,
+    commit and install hooks: ``overnight.core.automation``) an agent task may change, matched
+    as written, case included (``[".github/workflows/**"]``). Each landed change to one is
+    named on the report's first screen. Unset: a task that changes any of them is parked."""
 
     @field_validator("pytest_plugins")
     @classmethod
@@ -119,16 +133,34 @@ class PredicateSpec(_Strict):
                 ) from None
         return value
 
+    @field_validator("allow_automation")
+    @classmethod
+    def _allowed_globs(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            try:
+                compile_glob(pattern)
+            except GlobError as exc:
+                raise ConfigError(
+                    "predicate.allow_automation",
+                    str(exc),
+                    'write globs such as ".github/workflows/**" or ".pre-commit-config.yaml"',
+                ) from None
+        return value
+
 
 class ModelSpec(_Strict):
     provider: str = "python"
-    """Where calls go: ``python`` (a callable named by ``target``), ``anthropic`` (the Messages
-    API), ``openai`` (the Responses API, or chat completions with ``api = "chat"``), or
-    ``openai-compatible`` (an OpenAI-protocol server at ``base_url``: vLLM, Ollama, llama.cpp).
-    API keys come from the environment (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``)."""
+    """Where calls go: ``python`` (a callable named by ``target``), ``script`` (answers read
+    from the file ``script`` names, no key), ``anthropic`` (the Messages API), ``openai`` (the
+    Responses API, or chat completions with ``api = "chat"``), or ``openai-compatible`` (an
+    OpenAI-protocol server at ``base_url``: vLLM, Ollama, llama.cpp). API keys come from the
+    environment (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``)."""
     target: str | None = None
     """For ``python`` only: ``module:attr`` of a callable taking a request and returning a
     response."""
+    script: str | None = Field(default=None, min_length=1)
+    """For ``script`` only: a TOML (or ``.json``) file of the model's answers, in order per
+    purpose, relative to the spec's directory; read and checked when the spec is loaded."""
     name: str = Field(min_length=1)
     """The model name sent to the provider and priced by the ledger (``[prices.<name>]``, else
     the genai-prices data)."""
@@ -153,6 +185,24 @@ class ModelSpec(_Strict):
     outage_limit_s: float = Field(default=900.0, ge=0)
     """Seconds a provider may keep failing with retryable errors before the run ends
     ``dependency_unavailable`` (resumable). The waits count against the wall clock."""
+
+    _script: Script | None = PrivateAttr(default=None)
+
+    def read_script(self, base_dir: Path) -> None:
+        """Read and check the ``script`` file (a ``ConfigError`` naming the turn and field)."""
+        if self.script is None:
+            raise ConfigError(
+                "model.script",
+                "the script provider needs a script file",
+                'e.g. script = "turns.toml" (a file next to the spec)',
+            )
+        self._script = load_script(base_dir / self.script)
+
+    def scripted_turns(self) -> Script:
+        """The checked script of a ``script`` model (read when the spec was loaded)."""
+        if self._script is None:
+            raise ConfigError("model.script", "the script file was not read with the spec")
+        return self._script
 
 
 class ExecutorSpec(_Strict):
@@ -276,6 +326,30 @@ class Spec(_Strict):
         self.budget.fractions()  # raises ConfigError on inconsistent bands
         return self
 
+    @model_validator(mode="after")
+    def _script_read(self) -> Spec:
+        model = self.model
+        if model is None or model.provider != "script":
+            return self
+        model.read_script(Path(self.base_dir))
+        if not self.tasks and not model.scripted_turns().plan:
+            raise ConfigError(
+                "model.script",
+                f"{model.script}: the night has no [[tasks]], so the model plans it, and the "
+                "script has no [[plan]] turn",
+                "add a [[plan]] turn calling submit_plan, or [[tasks]] to the spec",
+            )
+        for n, turn in enumerate(model.scripted_turns().execute, start=1):
+            for call in turn.tool_calls():
+                if call.name in BUILTIN_TOOLS and call.name not in self.tools.allow:
+                    raise ConfigError(
+                        "model.script",
+                        f"{model.script}: [[execute]] turn {n} calls `{call.name}`, which "
+                        "[tools] allow does not give the agent",
+                        f'add "{call.name}" to [tools] allow',
+                    )
+        return self
+
     def effects_path(self, run_dir: Path) -> Path:
         if self.effects.database is None:
             return run_dir / "effects.sqlite"
@@ -335,6 +409,7 @@ FIXES: dict[str, str] = {
     "predicate": 'add [predicate] with command = "..." (exit 0 means the goal is met)',
     "predicate.command": 'e.g. command = "pytest -q"',
     "model.name": 'name the model to price, e.g. name = "claude-opus-5"',
+    "model.script": 'e.g. script = "turns.toml" (a file next to the spec)',
     "tasks": "each [[tasks]] entry needs id, verify, and one of command or brief",
     "tasks.id": "use letters, digits and _ . : - only",
     "estimate": "see `overnight estimate` in the README for the [estimate] fields",
@@ -463,6 +538,12 @@ def check_model_settings(model: ModelSpec) -> None:
             f"unknown provider {model.provider!r}",
             f"use one of {', '.join(PROVIDERS)}",
         )
+    if model.script is not None and model.provider != "script":
+        raise ConfigError(
+            "model.script",
+            f"script is only used by the script provider, not {model.provider!r}",
+            'remove script, or set provider = "script"',
+        )
     if model.provider == "python":
         if model.target is None:
             raise ConfigError("model.target", "the python provider needs a target", "module:attr")
@@ -473,6 +554,13 @@ def check_model_settings(model: ModelSpec) -> None:
             f"target is only used by the python provider, not {model.provider!r}",
             "remove target",
         )
+    if model.provider == "script":
+        for name in ("base_url", "api"):
+            if getattr(model, name) is not None:
+                raise ConfigError(
+                    f"model.{name}", f"{name} is not used by the script provider", f"remove {name}"
+                )
+        return
     if model.provider == "openai-compatible" and not model.base_url:
         raise ConfigError(
             "model.base_url",

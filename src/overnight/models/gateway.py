@@ -12,8 +12,10 @@ journal durably; make the attempt; then book it and write what was booked:
 - a failed attempt the provider may have billed (a timeout after the request was sent, a
   stream that broke or carried an error): the bill the provider reported, else the worst case,
   with a warning;
-- a failed attempt that cannot have been billed (an error status, a connection never made),
-  and a python model that raised: released.
+- a failed attempt that cannot have been billed, and a python model that raised: released, at
+  $0, the release record saying why: ``not_sent`` (the request never reached the provider: the
+  host name did not resolve, the connection was refused or timed out, the TLS handshake
+  failed) or ``status`` (an error status answered before any output).
 
 The spend journal is the record of money: on resume the ledger is rebuilt from it, and a
 reservation with no recorded answer (the process died mid-call) counts at its worst case.
@@ -47,7 +49,7 @@ from overnight.core.errors import (
     RunError,
     UnreadableAnswer,
 )
-from overnight.models.provider_errors import ProviderError
+from overnight.models.provider_errors import NotSent, ProviderError
 from overnight.models.retry import MeteredClient
 from overnight.models.types import (
     ModelRequest,
@@ -304,7 +306,9 @@ class CallMeter:
     def failed(self, err: ProviderError) -> None:
         reservation, call_id = self._take()
         if err.usage is None and not err.maybe_billed:
-            self._release(call_id, reservation, error=str(err))
+            self._release(
+                call_id, reservation, error=str(err), not_sent=err.not_sent, status=err.status
+            )
             return
         booking = self.gateway.ledger.book(self.request.model, err.usage, reservation)
         if err.usage is None:
@@ -380,14 +384,31 @@ class CallMeter:
         opened, self._open = self._open, None
         return opened
 
-    def _release(self, call_id: str, reservation: Reservation, *, error: str) -> None:
+    def _release(
+        self,
+        call_id: str,
+        reservation: Reservation,
+        *,
+        error: str,
+        not_sent: NotSent | None = None,
+        status: int | None = None,
+    ) -> None:
         g, r = self.gateway, self.request
         g.ledger.release(reservation)
         if g.cap is not None:
             g.cap.release(call_id)
-        g.spend.append(
-            {"kind": "release", "id": call_id, "attempt": self.attempts, "t": g.seconds()}
-        )
+        record: dict[str, Any] = {
+            "kind": "release",
+            "id": call_id,
+            "attempt": self.attempts,
+            "t": g.seconds(),
+        }
+        why: dict[str, Any] = {}
+        if not_sent is not None:
+            why["not_sent"] = not_sent
+        elif status is not None:
+            why["status"] = status
+        g.spend.append({**record, **why})
         g.trace.event(
             "model_call",
             purpose=r.purpose,
@@ -397,6 +418,7 @@ class CallMeter:
             released=True,
             error=error[:500],
             t_start=self.started,
+            **why,
         )
 
     def _book(

@@ -14,12 +14,13 @@ provider overrides the status rule, as the providers intend it to.
 
 Whether a failed attempt may have been billed (``maybe_billed``) is read from where it failed.
 An error status answered before any output (4xx, 5xx, 529) was not billed, nor was a request
-that never left (the connection or the pool could not be had, the request could not be
+that never reached the provider whole (``not_sent`` says why: the host name did not resolve,
+the connection was refused or timed out, the TLS handshake failed, the request could not be
 written). Everything that failed once the provider had the request may have been: a timeout
-waiting for the answer, a stream that broke or carried an error event, an answer that could
-not be read. Such an attempt is booked at its worst case unless the provider said what it
-billed (``usage``). Code that reads an answer runs inside ``reading_answer``, which marks
-whatever fails there as possibly billed.
+waiting for the answer, a connection dropped after the request was sent, a stream that broke
+or carried an error event, an answer that could not be read. Such an attempt is booked at its
+worst case unless the provider said what it billed (``usage``). Code that reads an answer runs
+inside ``reading_answer``, which marks whatever fails there as possibly billed.
 """
 
 from __future__ import annotations
@@ -28,9 +29,12 @@ import email.utils
 import functools
 import importlib
 import math
+import socket
+import ssl
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import Literal
 
 from overnight.core.budget import Usage
 
@@ -50,6 +54,32 @@ STREAM_ERROR_STATUS: dict[str, int] = {
 }
 
 
+#: Why a request never reached the provider whole (``ProviderError.not_sent``).
+NotSent = Literal[
+    "name_unresolved",
+    "connection_refused",
+    "tls_failed",
+    "no_connection",
+    "connect_timeout",
+    "not_written",
+]
+
+NOT_SENT_TEXT: dict[NotSent, str] = {
+    "name_unresolved": "the host name could not be resolved",
+    "connection_refused": "the connection was refused",
+    "tls_failed": "the TLS handshake failed",
+    "no_connection": "no connection could be made",
+    "connect_timeout": "no connection could be made in time",
+    "not_written": "the request could not be written whole",
+}
+
+#: The ``NotSent`` reasons that say the provider cannot be reached at that address: no
+#: retrying or waiting mends them, a setting or the network does.
+UNREACHABLE: frozenset[NotSent] = frozenset(
+    {"name_unresolved", "connection_refused", "tls_failed", "no_connection"}
+)
+
+
 class ProviderError(Exception):
     """A provider call that failed, with what a retry policy needs to know."""
 
@@ -65,6 +95,7 @@ class ProviderError(Exception):
         request_id: str | None = None,
         maybe_billed: bool = False,
         usage: Usage | None = None,
+        not_sent: NotSent | None = None,
     ) -> None:
         self.provider = provider
         self.message = message
@@ -81,6 +112,9 @@ class ProviderError(Exception):
         self.usage = usage
         """What the provider said the failed attempt was billed, when it said (an OpenAI
         ``response.failed`` carries its usage); None otherwise."""
+        self.not_sent = not_sent
+        """Why the request never reached the provider, when it did not: nothing can have been
+        billed."""
         where = f"HTTP {status}" if status is not None else "no response"
         super().__init__(f"{provider} ({where}): {message}")
 
@@ -160,17 +194,18 @@ def _classify(
     )
 
 
-#: Transport failures (httpx and its successors) that mean the request never reached the
-#: provider: nothing can have been billed.
-_NEVER_SENT = (
-    "ConnectError",
-    "ConnectTimeout",
-    "PoolTimeout",
-    "WriteError",
-    "WriteTimeout",
-    "LocalProtocolError",
-    "UnsupportedProtocol",
-    "ProxyError",
+#: Transport failures (httpx and its successors) that happen before the request has reached
+#: the provider whole, and what each says (refined by the OS error below it, for a failed
+#: connection). Any other transport failure came after: the provider may have the request.
+_NOT_SENT_BY_CLASS: tuple[tuple[str, NotSent], ...] = (
+    ("ConnectTimeout", "connect_timeout"),
+    ("PoolTimeout", "connect_timeout"),
+    ("ConnectError", "no_connection"),
+    ("ProxyError", "no_connection"),
+    ("UnsupportedProtocol", "no_connection"),
+    ("WriteError", "not_written"),
+    ("WriteTimeout", "not_written"),
+    ("LocalProtocolError", "not_written"),
 )
 
 
@@ -195,13 +230,52 @@ def _transport_classes(*names: str) -> tuple[type[BaseException], ...]:
     return tuple(classes)
 
 
-def never_sent(exc: BaseException | None) -> bool:
-    """Did ``exc`` (or the transport error it wraps) happen before the request was sent?"""
-    while exc is not None:
-        if isinstance(exc, _transport_classes(*_NEVER_SENT)):
-            return True
-        exc = exc.__cause__
-    return False
+def _chain(exc: BaseException | None) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from or while handling, nearest first. (The HTTP
+    libraries chain the OS error by context, the SDKs theirs by cause.)"""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def not_sent(exc: BaseException | None) -> NotSent | None:
+    """Why the request of ``exc`` (an SDK error, or the transport error it wraps) never
+    reached the provider whole; None when it may have (or ``exc`` says nothing of it).
+    Only the outermost transport error counts: a dropped connection is not made a refused
+    one by an earlier failure it was raised while handling."""
+    chain = list(_chain(exc))
+    for at, err in enumerate(chain):
+        if not isinstance(err, _transport_classes("TransportError")):
+            continue
+        for name, kind in _NOT_SENT_BY_CLASS:
+            if isinstance(err, _transport_classes(name)):
+                return _refined(kind, chain[at + 1 :])
+        return None
+    return None
+
+
+def _refined(kind: NotSent, below: list[BaseException]) -> NotSent:
+    if kind != "no_connection":
+        return kind
+    for err in below:
+        if isinstance(err, socket.gaierror):
+            return "name_unresolved"
+        if isinstance(err, ConnectionRefusedError):
+            return "connection_refused"
+        if isinstance(err, ssl.SSLError):
+            return "tls_failed"
+    return kind
+
+
+def _transport_detail(exc: BaseException) -> str:
+    """The words of the transport error an SDK error wraps ("[Errno 111] Connection
+    refused"), or the SDK's own."""
+    for err in _chain(exc):
+        if isinstance(err, _transport_classes("TransportError")) and str(err):
+            return str(err)
+    return str(exc)
 
 
 def translate(exc: Exception, provider: str) -> ProviderError | None:
@@ -213,23 +287,24 @@ def translate(exc: Exception, provider: str) -> ProviderError | None:
     if isinstance(exc, anthropic.APIStatusError | openai.APIStatusError):
         headers = dict(exc.response.headers.items())
         return _classify(provider, exc.status_code, headers, exc.body, exc.message, exc.request_id)
-    if isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError):
-        return ProviderError(
-            provider,
-            "the request timed out",
-            status=None,
-            retryable=True,
-            maybe_billed=not never_sent(exc),
-        )
     if isinstance(exc, anthropic.APIConnectionError | openai.APIConnectionError):
-        cause = exc.__cause__
-        detail = f": {cause}" if cause is not None else ""
+        # A timeout included (the SDKs' timeout error is a connection error).
+        why = not_sent(exc)
+        timed_out = isinstance(exc, anthropic.APITimeoutError | openai.APITimeoutError)
+        if why is not None:
+            text = f"{NOT_SENT_TEXT[why]}: {_transport_detail(exc)}"
+        elif timed_out:
+            text = "the request timed out"
+        else:
+            cause = exc.__cause__
+            text = "connection failed" + (f": {cause}" if cause is not None else "")
         return ProviderError(
             provider,
-            f"connection failed{detail}",
+            text,
             status=None,
             retryable=True,
-            maybe_billed=not never_sent(exc),
+            maybe_billed=why is None,
+            not_sent=why,
         )
     if isinstance(exc, anthropic.APIError | openai.APIError):
         # A response the SDK could not read, or an error event without a status.
@@ -248,12 +323,14 @@ def translate(exc: Exception, provider: str) -> ProviderError | None:
     if isinstance(exc, _transport_classes("TransportError")):
         # Raised by the HTTP client itself, outside the SDK's wrapping: a stream that broke
         # while it was being read.
+        why = not_sent(exc)
         return ProviderError(
             provider,
             f"the connection broke: {exc!r:.200}",
             status=None,
             retryable=True,
-            maybe_billed=not never_sent(exc),
+            maybe_billed=why is None,
+            not_sent=why,
         )
     return None
 
@@ -280,6 +357,7 @@ def reading_answer(
                 retryable=False,
             )
         err.maybe_billed = True
+        err.not_sent = None
         if err.usage is None:
             try:
                 err.usage = reported()

@@ -1,6 +1,7 @@
 """The providers behind the model seam, and ``build_client``, which picks one from the spec.
 
 - ``python``: a callable or client named by ``target`` (``overnight.models.seam``);
+- ``script``: answers read from the file ``script`` names (``overnight.models.script``);
 - ``anthropic``: the Messages API (``overnight.models.anthropic_provider``);
 - ``openai``: the Responses API by default, chat completions with ``api = "chat"``;
 - ``openai-compatible``: chat completions (by default) against ``base_url`` (vLLM, Ollama,
@@ -23,7 +24,8 @@ from typing import TYPE_CHECKING
 from overnight.config.spec import PROVIDERS, ModelSpec
 from overnight.core.errors import ConfigError
 from overnight.models.provider_errors import ProviderError, parse_retry_after, translate
-from overnight.models.retry import RetryHook, RetryingClient, sleep_for_clock
+from overnight.models.retry import OutageWatch, RetryingClient, sleep_for_clock
+from overnight.models.script import ScriptModel
 from overnight.models.seam import python_model
 from overnight.seams import ModelClient
 
@@ -44,6 +46,7 @@ __all__ = [
     "ProviderError",
     "RetryingClient",
     "build_client",
+    "key_variables",
     "parse_retry_after",
     "sdk_client",
     "sleep_for_clock",
@@ -98,12 +101,24 @@ def sdk_client(spec: ModelSpec) -> AnthropicClient | OpenAIClient:
     )
 
 
+def key_variables(spec: ModelSpec) -> list[str]:
+    """The environment variables the spec's provider takes its key from that are set (their
+    names: a message may name them, never show them)."""
+    if spec.provider == "anthropic":
+        names = ["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"]
+    elif spec.provider in DEFAULT_API:
+        names = ["OPENAI_API_KEY"]
+    else:
+        return []
+    return [name for name in names if os.environ.get(name)]
+
+
 def build_client(
     spec: ModelSpec,
     *,
     sleep: Callable[[float], None] = time.sleep,
     monotonic: Callable[[], float] = time.monotonic,
-    on_retry: RetryHook | None = None,
+    watch: OutageWatch | None = None,
     time_left: Callable[[], float] = lambda: float("inf"),
     call_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
 ) -> ModelClient:
@@ -113,6 +128,8 @@ def build_client(
         if spec.target is None:
             raise ConfigError("model.target", "the python provider needs a target", "module:attr")
         return python_model(spec.target)
+    if spec.provider == "script":
+        return ScriptModel(spec.scripted_turns())
     return RetryingClient(
         sdk_client(spec),
         max_attempts=spec.max_attempts,
@@ -121,7 +138,7 @@ def build_client(
         outage_limit_s=spec.outage_limit_s,
         sleep=sleep,
         monotonic=monotonic,
-        on_retry=on_retry,
+        watch=watch,
         time_left=time_left,
         call_guard=call_guard,
     )

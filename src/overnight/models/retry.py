@@ -15,6 +15,10 @@ How a call ends when it does not succeed:
 
 Anything that is not a ``ProviderError`` passes through untouched.
 
+While a call's attempts keep failing, its ``OutageWatch`` is told before each wait (since when,
+how many retries, when the call gives up) and told once more when the outage is over for that
+call: it answered, or gave up, or was stopped.
+
 Every attempt may be billed, so every attempt is metered: ``complete_metered`` takes an
 ``AttemptMeter`` (the gateway's) and calls ``begin`` before each attempt (which reserves its
 worst case, and refuses it with ``BudgetRefused`` when that would cross a line: the retrying
@@ -28,6 +32,7 @@ import random
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from overnight.core.errors import DependencyUnavailable, ModelCallFailed
@@ -35,8 +40,39 @@ from overnight.models.provider_errors import ProviderError
 from overnight.models.types import ModelRequest, ModelResponse
 from overnight.seams import Clock, ModelClient
 
-#: Called before each wait with the error and the seconds about to be waited.
-RetryHook = Callable[[ProviderError, float], None]
+
+@dataclass(frozen=True)
+class Outage:
+    """A provider failing one call's attempts, the call about to be tried again."""
+
+    error: ProviderError
+    """The latest failure."""
+    retries: int
+    """Attempts of the call that failed so far."""
+    down_s: float
+    """Seconds since the call's first failure."""
+    wait_s: float
+    """Seconds before the next attempt."""
+    limit_s: float
+    """``outage_limit_s``: failing for longer than this, the call gives up."""
+    attempts_left: int
+    """Attempts the call may still make (``max_attempts``)."""
+
+    @property
+    def gives_up_in_s(self) -> float:
+        return max(0.0, self.limit_s - self.down_s)
+
+
+class OutageWatch(Protocol):
+    """Told of an outage while one call's attempts keep failing."""
+
+    def retrying(self, outage: Outage) -> None:
+        """Before each wait for the next attempt."""
+        ...
+
+    def over(self) -> None:
+        """The call that was failing answered, gave up or was stopped."""
+        ...
 
 
 class AttemptMeter(Protocol):
@@ -80,7 +116,7 @@ class RetryingClient:
         sleep: Callable[[float], None] = time.sleep,
         monotonic: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
-        on_retry: RetryHook | None = None,
+        watch: OutageWatch | None = None,
         time_left: Callable[[], float] = lambda: float("inf"),
         call_guard: Callable[[], AbstractContextManager[object]] = nullcontext,
     ) -> None:
@@ -94,7 +130,7 @@ class RetryingClient:
         self._sleep = sleep
         self._monotonic = monotonic
         self._jitter = jitter
-        self._on_retry = on_retry
+        self._watch = watch
         self._time_left = time_left
         self._call_guard = call_guard
 
@@ -109,7 +145,16 @@ class RetryingClient:
         return self.complete_metered(request, _Unmetered())
 
     def complete_metered(self, request: ModelRequest, meter: AttemptMeter) -> ModelResponse:
-        first_failure: float | None = None
+        outage = _Failing()
+        try:
+            return self._attempts(request, meter, outage)
+        finally:
+            if outage.since is not None and self._watch is not None:
+                self._watch.over()
+
+    def _attempts(
+        self, request: ModelRequest, meter: AttemptMeter, outage: _Failing
+    ) -> ModelResponse:
         attempt = 0
         while True:
             attempt += 1
@@ -127,9 +172,9 @@ class RetryingClient:
                         f"{request.purpose} call {verb} {err.provider}{_status(err)}: {err.message}"
                     ) from err
                 now = self._monotonic()
-                if first_failure is None:
-                    first_failure = now
-                down_for = now - first_failure
+                if outage.since is None:
+                    outage.since = now
+                down_for = now - outage.since
                 if attempt >= self.max_attempts:
                     raise DependencyUnavailable(
                         f"{err.provider} still failing after {attempt} attempts over "
@@ -149,9 +194,25 @@ class RetryingClient:
                         f"{err.provider} unavailable{_status(err)}: {err.message}; the next try "
                         f"(in {wait:.0f}s) would come after the night's clock runs out"
                     ) from err
-                if self._on_retry is not None:
-                    self._on_retry(err, wait)
+                if self._watch is not None:
+                    self._watch.retrying(
+                        Outage(
+                            error=err,
+                            retries=attempt,
+                            down_s=down_for,
+                            wait_s=wait,
+                            limit_s=self.outage_limit_s,
+                            attempts_left=self.max_attempts - attempt,
+                        )
+                    )
                 self._sleep(wait)
+
+
+@dataclass
+class _Failing:
+    """When a call's first failure happened (``monotonic``), once it has failed."""
+
+    since: float | None = None
 
 
 def _status(err: ProviderError) -> str:

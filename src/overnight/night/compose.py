@@ -21,6 +21,7 @@ from overnight.effects.store import SqliteEffectStore
 from overnight.models.gateway import ModelGateway, spend_totals
 from overnight.models.providers import build_client
 from overnight.models.seam import import_roots, resolve_target
+from overnight.night.outage import OutageBoard
 from overnight.night.signals import Signals, sleep_until_stopped
 from overnight.night.timer import RunTimer
 from overnight.night.worktree import Worktree
@@ -144,7 +145,8 @@ def compose(
     policy = sandbox or SandboxPolicy(spec.sandbox.mode, None)
     with import_roots(spec.base_dir, spec.workspace_path()):
         if model is None and spec.model is not None:
-            model = _spec_model(spec.model, clock, signals, trace, timer)
+            board = OutageBoard(run_dir.outage, trace, clock)
+            model = _spec_model(spec.model, clock, signals, board, timer)
         tap = content_tap(spec)
         if tap is not None and model is not None:
             model = tap.client(model)
@@ -187,18 +189,17 @@ def compose(
 
 
 def _spec_model(
-    model: ModelSpec, clock: Clock, signals: Signals, trace: Trace, timer: RunTimer
+    model: ModelSpec, clock: Clock, signals: Signals, board: OutageBoard, timer: RunTimer
 ) -> ModelClient | None:
-    """The spec's model client, its retry waits on the night's clock and cut by a stop."""
+    """The spec's model client, its retry waits on the night's clock and cut by a stop, an
+    outage shown on the board while it lasts."""
     if model.provider == "python" and model.target is None:
         return None
     return build_client(
         model,
         sleep=sleep_until_stopped(clock.sleep, signals),
         monotonic=clock.monotonic,
-        on_retry=lambda err, wait: trace.event(
-            "model_retry", error=str(err), status=err.status, wait_s=round(wait, 3)
-        ),
+        watch=board,
         time_left=timer.seconds_left,
         call_guard=signals.interruptible,
     )

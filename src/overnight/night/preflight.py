@@ -1,6 +1,7 @@
 """The checks a night passes before anything is written: the repository, the spec's own
-consistency, the sandbox (probed), the model's settings, credentials and targets, and the
-tools of its MCP servers (started and listed).
+consistency, the sandbox (probed), the model's settings, credentials and targets, the tools of
+its MCP servers (started and listed), and, once, just before the night starts, whether its
+model can be reached (``check_model_reach``).
 
 Each failure is a ``ConfigError`` naming the field and the fix (``overnight run`` exits 64).
 """
@@ -12,6 +13,7 @@ from pathlib import Path
 from overnight.config.spec import FIXES, Spec, check_model_settings, spec_import_path
 from overnight.core.errors import ConfigError
 from overnight.models.providers import sdk_client
+from overnight.models.reach import check_reach
 from overnight.models.seam import python_model
 from overnight.night.compose import load_executor
 from overnight.night.worktree import check_repository, git_common_dir
@@ -85,12 +87,24 @@ def check_spec(
         if spec.model is not None and model is None:
             if spec.model.provider == "python" and spec.model.target is not None:
                 python_model(spec.model.target)
-            elif spec.model.provider != "python":
+            elif spec.model.provider not in ("python", "script"):
                 sdk_client(spec.model)  # refuses missing credentials the SDK can see up front
         if spec.executor is not None:
             load_executor(spec.executor.target)
     if spec.tools.mcp:
         check_mcp(spec)
+
+
+def check_model_reach(spec: Spec, *, model: ModelClient | None = None) -> list[str]:
+    """Whether the spec's model answers at its address and takes its key, asked with one
+    request that costs nothing (``overnight.models.reach``): a ``ConfigError`` when it cannot
+    be reached or refuses the key, else notes of any other answer for the night's trace. No
+    check for a model no SDK serves (``python``), nor when the caller hands in its own
+    ``model``."""
+    if model is not None or spec.model is None:
+        return []
+    note = check_reach(spec.model)
+    return [note] if note is not None else []
 
 
 def check_mcp(spec: Spec) -> None:

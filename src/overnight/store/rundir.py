@@ -10,6 +10,7 @@ RUN_DIR/artifacts/       command logs, patches of parked tasks
 RUN_DIR/worktree/        the git worktree on branch overnight/<run-id>
 RUN_DIR/checkout/        a clean checkout of the commit being verified (verify, predicate)
 RUN_DIR/command.pgid     the process group of the command running now (gone between commands)
+RUN_DIR/outage.json      the model outage going on now (gone once a call gets through)
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class RunDir:
         self.lockfile = path / "lock"
         self.disk_reserve = path / ".disk-reserve"
         self.command_group = path / "command.pgid"
+        self.outage = path / "outage.json"
 
     def is_run(self) -> bool:
         return self.manifest.exists() and self.spec.exists()

@@ -1,0 +1,310 @@
+"""``overnight init [DIR]``: write a commented ``night.toml`` for the project in DIR, its goal
+predicate found from the project's own test set-up, then run ``overnight check`` on it.
+
+Nothing is written when the goal or the predicate cannot be found; a check that fails after
+the file is written is reported (and the exit code is the check's), the file kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import configparser
+import json
+import re
+import shutil
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from overnight.cli.check import check_night, exit_code, render
+from overnight.core.errors import ConfigError
+from overnight.core.text import printable
+
+SPEC_NAME = "night.toml"
+SCRIPT_NAME = "turns.toml"
+
+#: Per provider: the model named when --model is not given, and where its key comes from.
+MODELS: dict[str, tuple[str, str]] = {
+    "anthropic": ("claude-opus-4-5", "its key is read from ANTHROPIC_API_KEY"),
+    "openai": ("gpt-5", "its key is read from OPENAI_API_KEY"),
+    "script": ("scripted", f"no key: its answers are read from {SCRIPT_NAME}"),
+}
+
+TOOLS = ("read_file", "list_files", "search_text", "edit_file", "write_file", "run_command")
+
+
+@dataclass(frozen=True)
+class Predicate:
+    command: str
+    """The goal predicate."""
+    prefix: str
+    """What ``run_command`` (and every verify the model writes) may start with."""
+    found_from: str
+    """What in the project it was found from."""
+
+
+def _python() -> str:
+    return "python" if shutil.which("python") else "python3"
+
+
+def _pytest(found_from: str) -> Predicate:
+    python = _python()
+    return Predicate(f"{python} -m pytest -q", f"{python} -m pytest", found_from)
+
+
+def _pytest_config(where: Path) -> str | None:
+    """The file holding the project's pytest configuration, if it has one."""
+    if (where / "pytest.ini").is_file():
+        return "pytest.ini"
+    try:
+        pyproject = tomllib.loads((where / "pyproject.toml").read_text(encoding="utf-8"))
+        if "ini_options" in pyproject.get("tool", {}).get("pytest", {}):
+            return "pyproject.toml [tool.pytest.ini_options]"
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        pass
+    for name, section in (("setup.cfg", "tool:pytest"), ("tox.ini", "pytest")):
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(where / name, encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        if parser.has_section(section):
+            return f"{name} [{section}]"
+    return None
+
+
+def _test_dir(where: Path) -> str | None:
+    for name in ("tests", "test"):
+        folder = where / name
+        if folder.is_dir() and next(folder.rglob("test_*.py"), None) is not None:
+            return f"{name}/ (test_*.py files)"
+    return None
+
+
+def _make_test(where: Path) -> str | None:
+    for name in ("GNUmakefile", "makefile", "Makefile"):
+        try:
+            text = (where / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if re.search(r"^test\s*:(?!=)", text, re.MULTILINE):
+            return f"{name} (a test: target)"
+    return None
+
+
+def find_predicate(where: Path) -> Predicate | None:
+    """The project's test command: pytest when it has pytest configuration or a tests/ (or
+    test/) folder of test_*.py files, else tox when it has a tox.ini and tox is installed, else
+    ``make test`` when a Makefile has a test target."""
+    found = _pytest_config(where) or _test_dir(where)
+    if found is not None:
+        return _pytest(found)
+    if (where / "tox.ini").is_file() and shutil.which("tox"):
+        return Predicate("tox -q", "tox", "tox.ini (tox is on PATH)")
+    found = _make_test(where)
+    if found is not None:
+        return Predicate("make test", "make test", found)
+    return None
+
+
+def _given_predicate(command: str) -> Predicate:
+    words = command.split()
+    if not words:
+        raise ConfigError("--predicate", "the command is empty", 'e.g. --predicate "pytest -q"')
+    prefix = " ".join(words[:3]) if words[1:2] == ["-m"] else words[0]
+    return Predicate(command, prefix, "--predicate")
+
+
+def _string(text: str) -> str:
+    """``text`` as a TOML basic string."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _ask_goal() -> str:
+    if not sys.stdin.isatty():
+        raise ConfigError(
+            "--goal",
+            "no goal was given, and there is no terminal to ask for one",
+            'pass --goal "what the night should achieve"',
+        )
+    goal = input("The night's goal, in one sentence: ").strip()
+    if not goal:
+        raise ConfigError("--goal", "the goal is empty", 'pass --goal "what the night should do"')
+    return goal
+
+
+def spec_text(
+    goal: str, predicate: Predicate, usd: float, hours: float, provider: str, model: str
+) -> str:
+    """The commented ``night.toml``."""
+    lines = [
+        "# What one unattended night should do in this repository, written by `overnight init`.",
+        "# `overnight check night.toml` runs every check a night makes before it spends",
+        "# anything; `overnight run night.toml` starts the night. Every setting is described in",
+        '# the README ("The spec: night.toml").',
+        "",
+        "# The goal, in plain words: the model plans tasks toward it. The harness holds it, and",
+        "# the verdict is never the model's: the predicate below decides whether it is met.",
+        f"goal = {_string(goal)}",
+        "# The git repository the night works on, relative to this file. The night starts from",
+        "# its committed HEAD and puts each verified task on a branch of its own,",
+        "# overnight/<run-id>; your checkout is never changed.",
+        'workspace = "."',
+        "",
+        "[budget]",
+        "# Hard cap in dollars, never crossed: each model call's worst case is reserved before it",
+        "# is sent. `overnight estimate night.toml` says what the night will cost.",
+        f"usd = {usd!r}",
+        "# Wall-clock limit in hours, waits and tools included.",
+        f"hours = {hours!r}",
+        "",
+        "[predicate]",
+        "# The goal check, run by the harness on a clean checkout of the night's branch: exit 0",
+        f"# means the goal is met. Found from {predicate.found_from}; change it to the",
+        "# command that says the work is done.",
+        f"command = {_string(predicate.command)}",
+        "# Seconds before one run of it is stopped (and counted as not met).",
+        "timeout_s = 600",
+        "",
+        "[model]",
+        "# Where model calls go: anthropic (key from ANTHROPIC_API_KEY), openai (OPENAI_API_KEY),",
+        '# openai-compatible (a server at base_url = "..."), python (a callable, target =',
+        '# "module:attr") or script (answers read from a file, script = "turns.toml").',
+        f"# This one: {provider}, {MODELS[provider][1]}.",
+        f"provider = {_string(provider)}",
+    ]
+    if provider == "script":
+        lines += [
+            '# The scripted answers, in order per purpose (see "A scripted model" in the README).',
+            f"script = {_string(SCRIPT_NAME)}",
+        ]
+    lines += [
+        "# The model's name, sent to the provider and priced from its published rates (or from",
+        "# a [prices.<name>] table).",
+        f"name = {_string(model)}",
+    ]
+    if provider == "script":
+        lines += [
+            "",
+            f"[prices.{model}]",
+            "# $ per million tokens: the scripted model is metered like a real one, at no cost.",
+            "input = 0.0",
+            "output = 0.0",
+        ]
+    allowed = ", ".join(_string(t) for t in TOOLS)
+    lines += [
+        "",
+        "[tools]",
+        "# The agent's tools: read_file, list_files and search_text read the night's worktree;",
+        "# edit_file and write_file change it (never the files that judge the work: the tests",
+        "# and their configuration); run_command runs the commands below, in the sandbox.",
+        f"allow = [{allowed}]",
+        "# Command prefixes run_command accepts, compared word by word; every verify command",
+        "# the model writes must start with one of them. git can never be one.",
+        f"commands = [{_string(predicate.prefix)}]",
+        "",
+        "[estimate]",
+        "# How many tasks you expect the model to plan: `overnight estimate` and `overnight",
+        "# check` price a night of this many against budget.usd.",
+        "tasks = 5",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def script_text(goal: str, predicate: Predicate) -> str:
+    """A starter script: a plan of one task whose verify is the predicate, a look at the
+    repository, the predicate run once, and a drift verdict. Edit the execute turns into
+    the change the night should make."""
+    return "\n".join(
+        [
+            '# The scripted model\'s answers, in order per purpose; see "A scripted model" in the',
+            "# README. A purpose whose turns run out: plan and drift give their last turn again,",
+            '# replan adds nothing, every other purpose answers the text "done".',
+            "",
+            "# The plan: the tasks of the night, handed in with submit_plan.",
+            "[[plan]]",
+            'tool = "submit_plan"',
+            "[plan.input]",
+            'reasoning = "One task: the goal itself."',
+            "[[plan.input.tasks]]",
+            'id = "goal"',
+            f"title = {_string(goal[:80].splitlines()[0] if goal.strip() else 'the goal')}",
+            f"brief = {_string(goal)}",
+            "# Read-only check: exit 0 done, 1 not done. It starts with a [tools] commands prefix.",
+            f"verify = {_string(predicate.command)}",
+            "",
+            "# The agent's turns, across every task in the order they run; a turn of text only",
+            "# ends the task. Replace these with the edits the task needs, e.g.",
+            '#   tool = "edit_file"',
+            '#   input = { path = "pkg/module.py", old = "return a - b", new = "return a + b" }',
+            "[[execute]]",
+            'tool = "list_files"',
+            'input = { path = "." }',
+            "",
+            "[[execute]]",
+            'tool = "run_command"',
+            f"input = {{ command = {_string(predicate.command)} }}",
+            "",
+            "[[execute]]",
+            'text = "Looked at the repository and ran the tests; no change scripted yet."',
+            "",
+            "# The drift judge's verdict on the queue, handed in with submit_drift_verdict.",
+            "[[drift]]",
+            'tool = "submit_drift_verdict"',
+            'input = { reasoning = "The only task is the goal.", off_goal_task_ids = [], '
+            "drift_score = 0.0 }",
+            "",
+        ]
+    )
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    where: Path = (args.dir or Path.cwd()).absolute()
+    if not where.is_dir():
+        raise ConfigError("DIR", f"{where} is not a directory", "pass your repository's directory")
+    spec_path, script_path = where / SPEC_NAME, where / SCRIPT_NAME
+    provider = args.provider
+    for path in (spec_path, script_path) if provider == "script" else (spec_path,):
+        if path.exists() and not args.force:
+            raise ConfigError(
+                "DIR",
+                f"{path} already exists",
+                "edit it, or pass --force to write it afresh",
+            )
+    if not args.budget > 0:
+        raise ConfigError("--budget", "the budget must be above $0", "e.g. --budget 10")
+    if not args.hours > 0:
+        raise ConfigError("--hours", "the wall-clock limit must be above 0", "e.g. --hours 8")
+    predicate = _given_predicate(args.predicate) if args.predicate else find_predicate(where)
+    if predicate is None:
+        raise ConfigError(
+            "--predicate",
+            f"no test command was found in {where}: no pytest configuration (pytest.ini, "
+            "pyproject.toml [tool.pytest.ini_options], setup.cfg [tool:pytest], tox.ini "
+            "[pytest]), no tests/ or test/ folder of test_*.py files, no tox.ini with tox on "
+            "PATH, no Makefile with a test target",
+            'pass the command whose exit 0 means the goal is met: --predicate "..."',
+        )
+    goal = args.goal.strip() if args.goal is not None else _ask_goal()
+    if not goal:
+        raise ConfigError("--goal", "the goal is empty", 'pass --goal "what the night should do"')
+    model = args.model or MODELS[provider][0]
+    spec_path.write_text(
+        spec_text(goal, predicate, float(args.budget), float(args.hours), provider, model),
+        encoding="utf-8",
+    )
+    print(printable(f"wrote {spec_path} (goal predicate: `{predicate.command}`)"))
+    if provider == "script":
+        script_path.write_text(script_text(goal, predicate), encoding="utf-8")
+        print(printable(f"wrote {script_path} (the scripted model's answers)"))
+    print(f"\novernight check {spec_path}:")
+    outcomes = check_night(spec_path)
+    print(render(outcomes))
+    code = exit_code(outcomes)
+    if code == 0:
+        print(printable(f"\nready: overnight run {spec_path}"))
+    else:
+        print(printable(f"\n{spec_path} is kept: fix what failed above, then check it again"))
+    return code
