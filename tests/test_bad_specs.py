@@ -95,6 +95,9 @@ def variants(repo: Path, tmp_path: Path) -> dict[str, tuple[dict[str, Any], str]
     d = spec_data(repo, tasks=[TASK])
     d["prices"]["fake-opus"]["output"] = float("inf")
     out["infinite price"] = (d, "prices.fake-opus.output")
+    d = spec_data(repo, tasks=[TASK])
+    d["predicate"] = {**d["predicate"], "allow_automation": [".github/[z-a]/**"]}
+    out["bad allow_automation glob"] = (d, "predicate.allow_automation")
     return out
 
 

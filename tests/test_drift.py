@@ -8,6 +8,7 @@ import pytest
 from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.tasks import Task
 from overnight.models.types import ModelRequest
+from overnight.night.prompts import drift_request
 from overnight.store.checkpoint import load_checkpoint
 from overnight.testing import ScriptedModel
 from overnight.testing.fakes import text_answer
@@ -129,3 +130,14 @@ def test_score_is_recorded_in_the_checkpoint(repo: Path, tmp_path: Path) -> None
     rd, _, _ = night_of_eight(repo, tmp_path, 0.4)
     body = load_checkpoint(rd.checkpoint)
     assert body is not None and body["drift_score"] == 0.4
+
+
+def test_the_judge_is_shown_automation_only_when_a_task_changed_some() -> None:
+    queue = [Task(id="t_9", title="next", brief="do it", verify="true")]
+    plain = drift_request("m", 512, GOAL, queue)
+    assert plain == drift_request("m", 512, GOAL, queue, [])
+    assert "automation" not in plain.messages[0]["content"]
+    rows = [{"id": "t_1", "title": "ci", "paths": [".envrc"], "outcome": "parked"}]
+    content = drift_request("m", 512, GOAL, queue, rows).messages[0]["content"]
+    assert content.startswith(plain.messages[0]["content"])
+    assert "<automation_changed>" in content and '".envrc"' in content

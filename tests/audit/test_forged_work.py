@@ -147,6 +147,23 @@ def test_a_verified_commit_that_changes_a_protected_path_is_caught(tmp_path: Pat
     assert "tests/test_ok.py" in protected.detail
 
 
+def test_a_verified_commit_that_plants_automation_is_caught(tmp_path: Path) -> None:
+    """The forged a2 does its work and also adds a CI workflow the spec does not allow: its
+    verify passes again, its automation check does not."""
+    run = work_night(tmp_path)
+    listed = shas(run)
+    workflow = "on: push\njobs: {}\n"
+    rebuild_branch(
+        run, listed["a1"], listed["a2"], {"a2.txt": "a2\n", ".github/workflows/x.yml": workflow}
+    )
+    audit = audited(run)
+    assert "automation a2" in audit.disagreements
+    assert "verify a2" not in audit.disagreements
+    found = next(c for c in audit.checks if c.name == "automation a2")
+    assert "`.github/workflows/x.yml` is a GitHub Actions workflow (created)" in found.detail
+    assert "result.json names none" in found.detail
+
+
 def test_a_verify_changed_in_the_run_spec_is_caught(tmp_path: Path) -> None:
     """spec.json's verify of a2 now asks for something the commit does not hold."""
     run = work_night(tmp_path)

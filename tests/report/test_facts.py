@@ -15,6 +15,7 @@ from overnight.report.facts import fmt_usd, read_extras, report_facts
 from overnight.report.html import render_html_facts
 from overnight.report.markdown import render_markdown_facts
 from overnight.report.result import (
+    DriftPoint,
     ParkedEntry,
     PredicateBlock,
     ResultWarning,
@@ -86,6 +87,32 @@ def parked_with_protected_changes(r: TerminalResult) -> TerminalResult:
     return r.model_copy(update={"plan": plan})
 
 
+def automation_landed_and_parked(r: TerminalResult) -> TerminalResult:
+    assert r.verified, "the run verified a task"
+    landed = r.verified[0].model_copy(update={"automation": [".github/workflows/ci.yml"]})
+    parked = ParkedEntry(
+        id="z11",
+        title="set up the editor",
+        reason="changes what runs by itself on your machine or CI: `.vscode/tasks.json`",
+        detail="`.vscode/tasks.json` is editor configuration (created)",
+        automation_changes=[".vscode/tasks.json"],
+    )
+    plan = r.plan.model_copy(update={"parked": [*r.plan.parked, parked]})
+    drift = [
+        DriftPoint(
+            at_task_count=1,
+            seconds=3.0,
+            score=0.1,
+            action="none",
+            off_goal_task_ids=[],
+            automation_shown=["z11: .vscode/tasks.json (parked)"],
+        )
+    ]
+    return r.model_copy(
+        update={"verified": [landed, *r.verified[1:]], "plan": plan, "drift": drift}
+    )
+
+
 def billing_warnings(r: TerminalResult) -> TerminalResult:
     over = ResultWarning(
         kind="over_reservation",
@@ -108,6 +135,7 @@ VARIANTS: list[Variant] = [
     summary_failed_and_trace_cut,
     predicate_met_with_output,
     parked_with_protected_changes,
+    automation_landed_and_parked,
     billing_warnings,
 ]
 
@@ -142,6 +170,10 @@ def test_the_variants_put_their_facts_in_both(full_run: Path) -> None:
     assert {"make check", "passed, from the exit code only"} <= shared(predicate_met_with_output)
     parked = shared(parked_with_protected_changes)
     assert {"first line FAILED tests/test_x.py::test_y", "Makefile", "z10"} <= parked
+    automation = shared(automation_landed_and_parked)
+    assert {".github/workflows/ci.yml", ".vscode/tasks.json"} <= automation
+    assert "z11: .vscode/tasks.json (parked)" in automation
+    assert any(t.startswith("Landed changes to what runs by itself") for t in automation)
     billed = shared(billing_warnings)
     assert {"over_reservation", "execute attempt 2", "usage_unknown", "a call"} <= billed
     assert "billed $0.0075 against $0.0055 reserved; booked in full" in billed
@@ -244,3 +276,14 @@ def test_a_sandbox_that_ran_as_root_says_so_in_both_renderings(full_run: Path) -
     for shown in (md, page):
         assert "ran as uid 65533, not root" in shown and "ran as root" not in shown
     assert_both_show_every_fact(facts)
+
+
+def test_landed_automation_is_on_the_first_screen_of_both(full_run: Path) -> None:
+    facts = report_facts(automation_landed_and_parked(load(full_run)))
+    md, page = render_markdown_facts(facts), render_html_facts(facts)
+    top = md.split("\n## ", 1)[0]
+    task = load(full_run).verified[0].id
+    assert f"> - `{task}`: `.github/workflows/ci.yml`" in top
+    header = page.split("</header>", 1)[0]
+    assert "<code>.github/workflows/ci.yml</code>" in header
+    assert "automation paths it changed (not committed): `.vscode/tasks.json`" in md

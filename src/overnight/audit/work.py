@@ -23,6 +23,7 @@ from pathlib import Path
 from overnight.audit import gitread
 from overnight.audit.inputs import RunFiles
 from overnight.audit.model import AuditCheck, check
+from overnight.core.automation import Automation, automation_changes
 from overnight.core.errors import ConfigError, WorkspaceError
 from overnight.core.evidence import judge
 from overnight.core.protect import ChangedPath, Protection, build_protection
@@ -33,7 +34,7 @@ from overnight.core.text import printable
 from overnight.night.planner import verify_prefixes
 from overnight.night.preflight import sealed_places
 from overnight.night.testrun import confined, pytest_evidence
-from overnight.night.worktree import changes_between, tree_paths
+from overnight.night.worktree import changed_links, changes_between, links_of, tree_paths
 from overnight.process import run_command
 from overnight.report.result import VerifiedTask
 from overnight.sandbox.bwrap import Sandbox, SandboxUnavailable, build_sandbox, probe
@@ -202,6 +203,42 @@ def protected_check(files: RunFiles, landed: Landed, protection: Protection) -> 
     return check(f"protected {v.id}", "work", False, f"{detail}; touches {'; '.join(touched)}")
 
 
+def automation_check(files: RunFiles, landed: Landed) -> AuditCheck | None:
+    """The automation paths a landed commit changes (``overnight.core.automation``): an agent
+    task's must each be allowed by the spec and named in result.json. None when the commit
+    changes none and the result names none."""
+    v, repo = landed.claimed, files.workspace
+    if v.commit is None or gitread.resolve_commit(repo, v.commit) is None:
+        return None
+    found = gitread.parents(repo, v.commit)
+    if not found:
+        return None
+    changes = changes_between(repo, found[0], v.commit)
+    hits = automation_changes(
+        [ChangedPath(c.status, c.path, c.nested_repository) for c in changes],
+        changed_links(repo, changes),
+        links_of(repo, found[0]),
+    )
+    paths = [h.path for h in hits]
+    if not paths and not v.automation:
+        return None
+    task = landed.record.task if landed.record else None
+    users_own = task is not None and task.brief is None and not task.model_written
+    problems: list[str] = []
+    if not users_own:
+        allowed = Automation(tuple(files.spec.predicate.allow_automation))
+        blocked = [h.sentence() for h in hits if not allowed.allows(h)]
+        if blocked:
+            problems.append(f"not allowed by the spec: {'; '.join(blocked)}")
+        if paths != list(v.automation):
+            named = ", ".join(v.automation) or "none"
+            problems.append(f"result.json names {named}, the commit changes {', '.join(paths)}")
+    detail = f"{len(paths)} automation path(s) changed: {', '.join(paths) or 'none'}"
+    if users_own:
+        detail += "; a command task of the spec, allowed to change them"
+    return check(f"automation {v.id}", "work", not problems, "; ".join([detail, *problems]))
+
+
 def audit_sandbox(files: RunFiles) -> Sandbox:
     """The sandbox verifies run again in: the run's ``[sandbox]`` settings and the places a
     run hides, and also its ``writable`` paths. The agent could write those during the night,
@@ -337,6 +374,9 @@ def work_checks(files: RunFiles, *, rerun: bool) -> tuple[list[AuditCheck], list
                 found = protected_check(files, item, protection)
                 if found is not None:
                     checks.append(found)
+            ran_by_itself = automation_check(files, item)
+            if ran_by_itself is not None:
+                checks.append(ran_by_itself)
         except WorkspaceError as exc:
             checks.append(check(f"commit {item.claimed.id}", "work", False, str(exc)))
         if item.claimed.commit:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from overnight.core.automation import AUTOMATION_REASON, NAMED_IN_REASON, AutomationChange
 from overnight.core.ignore import Rule, decide, parse_rules
 
 #: Caches and build products that never enter a candidate (gitignore syntax). ``build/`` and
@@ -222,13 +223,25 @@ def refused_by_git(why: str) -> Refusal:
     )
 
 
-def park_reason(refused: Sequence[Refusal], violations: Sequence[str]) -> tuple[str, list[str]]:
+def park_reason(
+    refused: Sequence[Refusal],
+    violations: Sequence[str],
+    automation: Sequence[AutomationChange] = (),
+) -> tuple[str, list[str]]:
     """The park reason (its first sentence whole, naming the path and the rule) and every
-    line behind it, for a candidate with refusals or changes to what judges the work."""
-    lines = [r.reason for r in refused] + list(violations)
+    line behind it, for a candidate with refusals, changes to what judges the work, or
+    changes to what runs by itself. What judges the work comes first: it is the verdict that
+    could not be trusted."""
+    lines = [r.reason for r in refused] + list(violations) + [a.sentence() for a in automation]
     judged = [r.reason for r in refused if r.judges] + list(violations)
-    head = f"changed what judges it: {judged[0]}" if judged else lines[0]
-    others = len(lines) - 1
+    if judged:
+        head, others = f"changed what judges it: {judged[0]}", len(lines) - 1
+    elif automation:
+        named = [f"`{a.path}`" for a in automation[:NAMED_IN_REASON]]
+        head = f"{AUTOMATION_REASON}: {', '.join(named)}"
+        others = len(lines) - len(named)
+    else:
+        head, others = lines[0], len(lines) - 1
     if others:
         head += f" (and {others} more)"
     return head, lines

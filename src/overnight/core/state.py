@@ -157,6 +157,8 @@ class DriftRecord(BaseModel):
     action: Literal["none", "prune", "halt"]
     off_goal_task_ids: list[str]
     reasoning: str
+    automation_shown: list[str] = Field(default_factory=list)
+    """What the judge was shown of the automation paths the night's tasks changed."""
 
 
 class PredicateRecord(BaseModel):
@@ -287,6 +289,7 @@ class RunState(BaseModel):
         touches_runner: list[str] | None = None,
         excluded: list[str] | None = None,
         dropped: list[str] | None = None,
+        automation: list[str] | None = None,
     ) -> None:
         self.completed.append(
             CompletedTask(
@@ -298,6 +301,7 @@ class RunState(BaseModel):
                 command=command,
                 evidence=evidence,
                 touches_runner=list(touches_runner or []),
+                automation=list(automation or []),
                 excluded=excluded or [],
                 dropped=dropped or [],
             )
@@ -316,6 +320,7 @@ class RunState(BaseModel):
         held_for: list[str] | None = None,
         excluded: list[str] | None = None,
         dropped: list[str] | None = None,
+        automation_changes: list[str] | None = None,
     ) -> None:
         self.parked.append(
             ParkedTask(
@@ -324,6 +329,7 @@ class RunState(BaseModel):
                 detail=detail,
                 patch=patch,
                 protected_changes=protected_changes or [],
+                automation_changes=list(automation_changes or []),
                 command=command,
                 held_for=list(held_for or []),
                 excluded=excluded or [],
@@ -378,7 +384,13 @@ class RunState(BaseModel):
         self.tasks_since_drift += 1
         self.no_progress_streak = 0 if progress else self.no_progress_streak + 1
 
-    def apply_drift(self, verdict: DriftVerdict, decision: DriftDecision, seconds: float) -> None:
+    def apply_drift(
+        self,
+        verdict: DriftVerdict,
+        decision: DriftDecision,
+        seconds: float,
+        automation_shown: list[str] | None = None,
+    ) -> None:
         """The only place the drift score is assigned."""
         self.drift_score = verdict.drift_score
         self.tasks_since_drift = 0
@@ -395,8 +407,29 @@ class RunState(BaseModel):
                 action=decision.action,
                 off_goal_task_ids=list(verdict.off_goal_task_ids),
                 reasoning=verdict.reasoning,
+                automation_shown=list(automation_shown or []),
             )
         )
+
+    def automation_touched(self) -> list[dict[str, Any]]:
+        """The night's tasks that changed what runs by itself, for the drift judge: landed
+        (the spec allowing it) or parked, with the paths."""
+        rows: list[dict[str, Any]] = [
+            {"id": c.task.id, "title": c.task.title, "paths": c.automation, "outcome": "landed"}
+            for c in self.completed
+            if c.automation
+        ]
+        rows += [
+            {
+                "id": p.task.id,
+                "title": p.task.title,
+                "paths": p.automation_changes,
+                "outcome": "parked",
+            }
+            for p in self.parked
+            if p.automation_changes
+        ]
+        return rows
 
     def _keep_in_queue(self, kept: list[Task], pruned: list[Task]) -> None:
         """The queue becomes ``kept``: what it was without ``pruned``, when that is so."""
@@ -452,6 +485,7 @@ class RunState(BaseModel):
         cannot_run: str = "",
         evidence: Evidence = "exit_code_only",
         touches_runner: list[str] | None = None,
+        automation: list[str] | None = None,
     ) -> None:
         """Route the task that was in flight when the previous process died. ``cannot_run``
         says why a verify could not run (``exit 127: command not found``)."""
@@ -470,6 +504,7 @@ class RunState(BaseModel):
                 via="resume",
                 evidence=evidence,
                 touches_runner=touches_runner,
+                automation=automation,
             )
         elif outcome is VerifyOutcome.PARTIAL:
             self.finish_parked(

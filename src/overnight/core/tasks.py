@@ -90,6 +90,9 @@ class CompletedTask(BaseModel):
     touches_runner: list[str] = Field(default_factory=list)
     """Files of an agent task's commit that reach into the test runner or the process's end
     (``pytest``, ``atexit``, ``os._exit``, ...): for a person to read."""
+    automation: list[str] = Field(default_factory=list)
+    """Automation paths its commit changed (CI, hooks, editor or agent configuration), each
+    allowed by ``[predicate] allow_automation``: shown on the report's first screen."""
 
 
 class ParkedTask(BaseModel):
@@ -102,6 +105,9 @@ class ParkedTask(BaseModel):
     patch: str | None = None
     protected_changes: list[str] = Field(default_factory=list)
     """What the task changed of what judges the work (``[predicate] protect``)."""
+    automation_changes: list[str] = Field(default_factory=list)
+    """The automation paths it changed that the spec does not allow (``overnight.core.
+    automation``): what runs by itself on a person's machine or in CI."""
     command: CommandRun | None = None
     """A command task's command on its last attempt (as for ``CompletedTask``)."""
     held_for: list[str] = Field(default_factory=list)

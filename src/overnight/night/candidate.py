@@ -511,6 +511,38 @@ class _Cat:
     def read_small(self, sha: str) -> bytes:
         return b"".join(self._chunks(self._ask(sha)))
 
+    def read_at_most(self, sha: str, limit: int) -> bytes | None:
+        """The object's bytes, or None (its bytes skipped) when it is larger than ``limit``."""
+        size = self._ask(sha)
+        data = b"".join(self._chunks(size)) if size <= limit else None
+        if data is None:
+            for _chunk in self._chunks(size):
+                pass
+        return data
+
+
+#: A link's target is at most this long (Linux's ``PATH_MAX``); a longer one is not read.
+MAX_LINK_BYTES = 4096
+
+
+def link_targets(git_dir: Path, shas: dict[str, str]) -> dict[str, str | None]:
+    """The target of each link (path -> object id), as a string (None: longer than
+    ``MAX_LINK_BYTES``), read from the object store: never followed, never parsed."""
+    if not shas:
+        return {}
+    out: dict[str, str | None] = {}
+    with _Cat(git_dir) as cat:
+        for path, sha in shas.items():
+            data = cat.read_at_most(sha, MAX_LINK_BYTES)
+            out[path] = None if data is None else os.fsdecode(data)
+    return out
+
+
+def tree_links(git_dir: Path, commit: str) -> dict[str, str]:
+    """Every symbolic link of ``commit``'s tree, with its target (one too long is left out)."""
+    shas = {p: e.sha for p, e in read_tree(git_dir, commit).items() if e.mode == SYMLINK}
+    return {p: t for p, t in link_targets(git_dir, shas).items() if t is not None}
+
 
 def write_patch(git_dir: Path, old: str, new: str, target: IO[bytes]) -> None:
     """The change from commit ``old`` to ``new`` as a patch ``git apply`` takes, written

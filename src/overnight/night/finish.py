@@ -135,6 +135,8 @@ def detail_pointer(task_id: str, p: ParkedTask) -> str:
     """Where the whole of a parked task's detail is."""
     if p.protected_changes:
         return "every path: protected_changes"
+    if p.automation_changes:
+        return "every path: automation_changes"
     return f"the whole output: artifacts/{task_id}.*verify*.log"
 
 
@@ -242,6 +244,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
             command_timed_out=bool(c.command and c.command.timed_out),
             evidence=c.evidence,
             touches_runner=c.touches_runner,
+            automation=c.automation,
             excluded=c.excluded,
             dropped=c.dropped,
         )
@@ -280,6 +283,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
                     detail=clip(p.detail, DETAIL_KEPT, more=detail_pointer(p.task.id, p)),
                     patch=p.patch,
                     protected_changes=p.protected_changes,
+                    automation_changes=p.automation_changes,
                     held_for=p.held_for,
                     excluded=p.excluded,
                     dropped=p.dropped,
@@ -304,6 +308,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
                 score=d.score,
                 action=d.action,
                 off_goal_task_ids=d.off_goal_task_ids,
+                automation_shown=d.automation_shown,
             )
             for d in s.drift_history
         ],

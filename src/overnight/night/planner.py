@@ -25,6 +25,7 @@ from overnight.night.prompts import (
     PlanAnswer,
     PlannedTask,
     ReplanAnswer,
+    automation_lines,
     drift_request,
     plan_request,
     planned_to_task,
@@ -142,12 +143,16 @@ class Planner:
 
     def drift_check(self) -> None:
         self.goal.assert_intact(self.expected_goal_sha)
-        request = drift_request(self.model, self.max_tokens, self.goal.text, self.state.queue)
+        automation = self.state.automation_touched()
+        request = drift_request(
+            self.model, self.max_tokens, self.goal.text, self.state.queue, automation
+        )
         # Asked again once if invalid; a second invalid verdict ends the run (a safety check
         # that cannot be read is not skipped).
         verdict = ask_structured(self.gateway.call, request, DriftVerdict, DRIFT_TOOL.name)
         decision = drift_gate(self.state.queue, verdict)
-        self.state.apply_drift(verdict, decision, self.seconds_used())
+        shown = automation_lines(automation)
+        self.state.apply_drift(verdict, decision, self.seconds_used(), shown)
         self.trace.event(
             "decision",
             decision="drift",

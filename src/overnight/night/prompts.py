@@ -127,10 +127,34 @@ def _one_turn(
     )
 
 
-def drift_request(model: str, max_tokens: int, goal_text: str, queue: list[Task]) -> ModelRequest:
+DRIFT_AUTOMATION = (
+    "Tasks of this run that changed what runs by itself (CI workflows, git, shell, editor or "
+    "agent configuration, commit or install hooks), landed because the spec allows it or "
+    "parked for a person: a goal rarely needs such changes, and queued tasks that continue "
+    "them deserve a hard look."
+)
+
+
+def drift_request(
+    model: str,
+    max_tokens: int,
+    goal_text: str,
+    queue: list[Task],
+    automation: list[dict[str, Any]] | None = None,
+) -> ModelRequest:
+    """The drift judge's request: the goal, the queue, and (when any task changed one) the
+    automation paths the night's tasks changed."""
     queue_json = json.dumps([_task_line(t) for t in queue], indent=1)
     content = f"<original_goal>{goal_text}</original_goal>\n<queue>{queue_json}</queue>"
+    if automation:
+        rows = json.dumps(automation, indent=1)
+        content += f"\n<automation_changed>{DRIFT_AUTOMATION}\n{rows}</automation_changed>"
     return _one_turn(model, max_tokens, "drift", DRIFT_SYSTEM, content, DRIFT_TOOL)
+
+
+def automation_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The automation rows the drift judge is shown, one line per task, for the record."""
+    return [f"{r['id']}: {', '.join(r['paths'])} ({r['outcome']})" for r in rows]
 
 
 def verify_rules(commands: list[str]) -> str:

@@ -11,7 +11,8 @@ Three steps, and this module is where each happens:
 * **judge a candidate** (``verify``, ``predicate``): the check, as written, on a clean checkout
   of exactly what would be committed, in the sandbox; for pytest, judged per test on the
   reporter's evidence against the record (``overnight.core.evidence.judge``). Before any of
-  that, what a candidate changed of what judges the work (``judged_changes``) parks it.
+  that, what a candidate changed of what judges the work, or of what runs by itself (CI,
+  hooks, editor and agent configuration) beyond what the spec allows (``screen``), parks it.
 * **explain the judgement**: one line (``met: 280 passed; 39 skipped as on the base commit
   (33: ...; 4: ...)``), what stayed skipped grouped by reason, and the files of a landed
   change that reach into the test runner (``touches_runner``) for a person to read.
@@ -21,11 +22,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
 from overnight.config.spec import Spec
+from overnight.core.automation import Automation, AutomationChange, automation_changes
 from overnight.core.evidence import BaseTests, Evidence, Judgement, RunReport, Scope, base_tests
 from overnight.core.evidence import judge as judge_tests
 from overnight.core.protect import ChangedPath, Protection, build_protection
@@ -44,6 +46,21 @@ from overnight.store.trace import Trace
 from overnight.tools.shell import check_command
 
 OUTPUT_TAIL = 2000
+
+
+@dataclass(frozen=True)
+class Screen:
+    """What an agent task's candidate changes that no verify may judge: what judges the work
+    (``judged``: path and sentence), what runs by itself beyond what the spec allows
+    (``blocked``), and what runs by itself that the spec allows (``allowed``: it lands)."""
+
+    judged: list[tuple[str, str]] = field(default_factory=list)
+    blocked: list[AutomationChange] = field(default_factory=list)
+    allowed: list[AutomationChange] = field(default_factory=list)
+
+    @property
+    def landed_automation(self) -> list[str]:
+        return [a.path for a in self.allowed]
 
 
 @dataclass(frozen=True)
@@ -82,6 +99,8 @@ class Verdicts:
         self.log_name = log_name
         self.seconds_left = seconds_left
         self._protection: Protection | None = None
+        self._automation = Automation(tuple(spec.predicate.allow_automation))
+        self._links: tuple[str, dict[str, str]] | None = None
 
     # -- record the base -------------------------------------------------------------------
 
@@ -286,16 +305,25 @@ class Verdicts:
             )
         return self._protection
 
-    def judged_changes(self, task: Task, candidate: str | None) -> list[tuple[str, str]]:
-        """What an agent task's candidate changes of what judges the work, as ``(path,
-        sentence)``. The user's own command tasks may change anything."""
+    def screen(self, task: Task, candidate: str | None, parent: str | None = None) -> Screen:
+        """What an agent task's candidate changes (against ``parent``, by default the branch)
+        of what judges the work and of what runs by itself. The user's own command tasks may
+        change anything."""
         if candidate is None or task.brief is None:
-            return []
-        changes = [
-            ChangedPath(c.status, c.path, c.nested_repository)
-            for c in self.worktree.changes(candidate)
-        ]
-        return self.protection.judged(changes)
+            return Screen()
+        found = self.worktree.changes(candidate, parent)
+        changes = [ChangedPath(c.status, c.path, c.nested_repository) for c in found]
+        links = self.worktree.links(parent) if parent else self.branch_links()
+        automation = automation_changes(changes, self.worktree.link_targets(found), links)
+        blocked, allowed = self._automation.split(automation)
+        return Screen(self.protection.judged(changes), blocked, allowed)
+
+    def branch_links(self) -> dict[str, str]:
+        """Every symbolic link of the branch's tree, with its target (read once per commit)."""
+        head = self.worktree.head()
+        if self._links is None or self._links[0] != head:
+            self._links = (head, self.worktree.links(head))
+        return self._links[1]
 
     def touches_runner(self, task: Task, candidate: str | None) -> list[str]:
         """The files of an agent task's candidate that reach into the test runner, found by

@@ -23,7 +23,15 @@ from pathlib import Path
 from overnight.core.candidate import CandidateRules
 from overnight.core.errors import ConfigError, DiskFull, WorkspaceError
 from overnight.night import git
-from overnight.night.candidate import Candidate, build, export, write_patch
+from overnight.night.candidate import (
+    SYMLINK,
+    Candidate,
+    build,
+    export,
+    link_targets,
+    tree_links,
+    write_patch,
+)
 from overnight.night.git import GIT_TIMEOUT_S, SAFE_GIT_OPTIONS, git_env
 from overnight.store.atomic import open_private, private_dir
 
@@ -223,10 +231,16 @@ class Change:
     path: str
     old_mode: str
     new_mode: str
+    new_sha: str = ""
 
     @property
     def nested_repository(self) -> bool:
         return self.new_mode == "160000" or self.old_mode == "160000"
+
+    @property
+    def is_link(self) -> bool:
+        """A symbolic link in the newer commit."""
+        return self.new_mode == SYMLINK and self.status != "D"
 
 
 def changes_between(repo: Path, old: str, new: str) -> list[Change]:
@@ -241,11 +255,21 @@ def changes_between(repo: Path, old: str, new: str) -> list[Change]:
         if not meta.startswith(":"):
             i += 1
             continue
-        old_mode, new_mode, _a, _b, status = meta[1:].split(" ")
+        old_mode, new_mode, _a, new_sha, status = meta[1:].split(" ")
         path = os.fsdecode(fields[i + 1])
-        found.append(Change(status[:1], path, old_mode, new_mode))
+        found.append(Change(status[:1], path, old_mode, new_mode, new_sha))
         i += 2
     return found
+
+
+def changed_links(repo: Path, changes: list[Change]) -> dict[str, str | None]:
+    """The target of each symbolic link among ``changes`` (None: too long to read)."""
+    return link_targets(_git_dir_of(repo), {c.path: c.new_sha for c in changes if c.is_link})
+
+
+def links_of(repo: Path, commit: str) -> dict[str, str]:
+    """Every symbolic link of ``commit``'s tree, with its target."""
+    return tree_links(_git_dir_of(repo), commit)
 
 
 def tree_paths(repo: Path, commit: str) -> tuple[set[str], set[str]]:
@@ -458,9 +482,17 @@ class Worktree:
             self.common, self.path, self.head(), self.rules, message, identity(self.common)
         )
 
-    def changes(self, candidate: str) -> list[Change]:
-        """What ``candidate`` changes against the branch."""
-        return changes_between(self.common, self.head(), candidate)
+    def changes(self, candidate: str, parent: str | None = None) -> list[Change]:
+        """What ``candidate`` changes against ``parent`` (by default the branch)."""
+        return changes_between(self.common, parent or self.head(), candidate)
+
+    def link_targets(self, changes: list[Change]) -> dict[str, str | None]:
+        """The target of each symbolic link among ``changes`` (None: too long to read)."""
+        return changed_links(self.common, changes)
+
+    def links(self, commit: str) -> dict[str, str]:
+        """Every symbolic link of ``commit``'s tree, with its target."""
+        return links_of(self.common, commit)
 
     def clean_checkout(self, commit: str | None) -> Path:
         """A fresh directory holding exactly ``commit`` (None: the branch as it stands),

@@ -25,6 +25,7 @@ from overnight.report.result import (
     VerifiedTask,
 )
 from overnight.report.view import (
+    AutomationLanded,
     BillingWarning,
     BudgetMark,
     BudgetRow,
@@ -190,7 +191,21 @@ def command_note(v: VerifiedTask) -> str:
         done.append("its verify passed")
     if v.touches_runner:
         done.append(f"touches the test runner ({', '.join(v.touches_runner[:5])}): read its diff")
+    if v.automation:
+        done.append(f"changes what runs by itself, as the spec allows ({', '.join(v.automation)})")
     return "; ".join(done)
+
+
+AUTOMATION_LANDED = (
+    "Landed changes to what runs by itself (CI, git, shell, editor or agent configuration, "
+    "commit or install hooks), allowed by [predicate] allow_automation: they run once the "
+    "branch is pushed or checked out, so read them first."
+)
+
+
+def automation_landed(r: TerminalResult) -> list[AutomationLanded]:
+    """Each verified task's landed automation paths, for the report's first screen."""
+    return [AutomationLanded(v.id, list(v.automation)) for v in r.verified if v.automation]
 
 
 def predicate_state(p: PredicateBlock) -> str:
@@ -294,6 +309,7 @@ def report_facts(r: TerminalResult, extras: ReportExtras | None = None) -> Repor
                     action=d.action,
                     off_goal=", ".join(d.off_goal_task_ids),
                     value=d.score,
+                    automation_shown="; ".join(d.automation_shown),
                 )
                 for d in r.drift
             ],
@@ -329,6 +345,8 @@ def _headline(r: TerminalResult) -> Headline:
         alert_said=alert_sentence(r.alert, r.alerts),
         alerts_sent=[[Pair(str(k), as_text(v)) for k, v in sent.items()] for sent in r.alerts],
         banner=sandbox_banner(r),
+        automation=automation_landed(r),
+        automation_said=AUTOMATION_LANDED if automation_landed(r) else "",
     )
 
 
@@ -478,6 +496,7 @@ def _tasks(r: TerminalResult) -> TaskFacts:
                 patch=p.patch or None,
                 protected_changes=list(p.protected_changes),
                 left_out=left_out(p.excluded, p.dropped),
+                automation_changes=list(p.automation_changes),
             )
         )
     return TaskFacts(

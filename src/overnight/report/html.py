@@ -53,6 +53,9 @@ header.outcome-PARTIAL { border-left-color: var(--warn); }
 header.outcome-FAILURE { border-left-color: var(--bad); }
 .unsandboxed { margin: 0 0 10px; padding: 8px 12px; border-radius: 6px; color: #fff;
   background: var(--bad); }
+.automation { margin: 0 0 10px; padding: 8px 12px; border-radius: 6px;
+  border: 2px solid var(--warn); }
+.automation p, .automation ul { margin: 0; }
 .kicker, .muted, .legend { color: var(--muted); }
 .kicker { margin: 0; font-size: 13px; }
 .badge { display: inline-block; font-size: 14px; font-weight: 600; padding: 2px 10px;
@@ -161,6 +164,17 @@ def _verdict(f: ReportFacts) -> str:
         if h.banner
         else ""
     )
+    if h.automation:
+        items = "".join(
+            f"<li><code>{e(a.task)}</code>: "
+            + ", ".join(f"<code>{e(path)}</code>" for path in a.paths)
+            + "</li>"
+            for a in h.automation
+        )
+        warning += (
+            f'<div class="automation" role="alert" id="automation"><p><strong>'
+            f"{e(h.automation_said)}</strong></p><ul>{items}</ul></div>"
+        )
     return (
         f'<header class="verdict outcome-{e(h.status)}" id="verdict">{warning}'
         f'<p class="kicker">overnight run <code>{e(h.run_id)}</code> · '
@@ -306,7 +320,14 @@ def _drift(d: DriftFacts) -> str:
     rows = "".join(
         f'<tr><td class="num">{c.after_tasks}</td><td class="num">{e(c.at)}'
         f'</td><td class="num">{c.score}</td><td>{e(c.action)}</td>'
-        f"<td>{e(c.off_goal) or '-'}</td></tr>"
+        f"<td>{e(c.off_goal) or '-'}"
+        + (
+            f"<br><span class='muted'>shown the automation paths tasks changed: "
+            f"{e(c.automation_shown)}</span>"
+            if c.automation_shown
+            else ""
+        )
+        + "</td></tr>"
         for c in d.checks
     )
     table = (
@@ -356,6 +377,9 @@ def _tasks(t: TaskFacts) -> str:
         if p.protected_changes:
             changed = ", ".join(f"<code>{e(path)}</code>" for path in p.protected_changes)
             detail += f"<br>protected paths it changed (not committed): {changed}"
+        if p.automation_changes:
+            changed = ", ".join(f"<code>{e(path)}</code>" for path in p.automation_changes)
+            detail += f"<br>automation paths it changed (not committed): {changed}"
         if p.left_out:
             detail += f"<br><span class='muted'>left out: {e(p.left_out)}</span>"
         patch = f"<code>{e(p.patch)}</code>" if p.patch else "-"

@@ -75,6 +75,12 @@ def render_markdown_facts(f: ReportFacts) -> str:
         alert += f" Sent: {sent}."
     out.append(alert)
     out.append("")
+    if h.automation:
+        out.append(f"> **{h.automation_said}**")
+        out.extend(
+            f"> - {md_code(a.task)}: {', '.join(md_code(p) for p in a.paths)}" for a in h.automation
+        )
+        out.append("")
     out.append(f"Goal: {md_escape(f.goal.text)}")
     out.append("")
     out.append("## Summary")
@@ -139,10 +145,14 @@ def render_markdown_facts(f: ReportFacts) -> str:
         if p.protected_changes:
             changed = ", ".join(md_code(path) for path in p.protected_changes)
             out.append(f"  - protected paths it changed (not committed): {changed}")
+        if p.automation_changes:
+            changed = ", ".join(md_code(path) for path in p.automation_changes)
+            out.append(f"  - automation paths it changed (not committed): {changed}")
         if p.left_out:
             out.append(f"  - generated files left out of the candidate: {p.left_out}")
         if p.verifier_said:
-            who = "the protection check" if p.protected_changes else "verifier"
+            screened = p.protected_changes or p.automation_changes
+            who = "the protection check" if screened else "verifier"
             out.append(f"  - {who} said: {md_code(p.verifier_said)}")
     if not t.parked:
         out.append("- none")
@@ -178,6 +188,8 @@ def render_markdown_facts(f: ReportFacts) -> str:
     out.append("")
     for d in f.drift.checks:
         off = f"; off-goal: {md_code(d.off_goal)}" if d.off_goal else ""
+        if d.automation_shown:
+            off += f"; shown the automation paths tasks changed: {md_code(d.automation_shown)}"
         out.append(f"- after {d.after_tasks} task(s): {d.score} ({d.action}), at {d.at}{off}")
     if not f.drift.checks:
         out.append("- no drift check ran")

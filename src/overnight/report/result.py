@@ -97,6 +97,10 @@ class ParkedEntry(_Model):
     patch: str | None = None
     protected_changes: list[str] = Field(default_factory=list)
     """For a task parked as "changed what judges it": each protected path it changed."""
+    automation_changes: list[str] = Field(default_factory=list)
+    """For a task parked as "changes what runs by itself on your machine or CI": each
+    automation path it changed (CI, git, shell, editor or agent configuration, commit or
+    install hooks) that ``[predicate] allow_automation`` does not allow."""
     held_for: list[str] = Field(default_factory=list)
     """For a task held for effects of unknown outcome: their run-step keys. It lands only
     after a person resolves each (``overnight review resolve effect:KEY``) and a resume runs
@@ -142,6 +146,10 @@ class VerifiedTask(_Model):
     touches_runner: list[str] = Field(default_factory=list)
     """Files of its commit that reach into the test runner or the process's end (``pytest``,
     ``atexit``, ``os._exit``, ...): code a person should read before trusting the verdict."""
+    automation: list[str] = Field(default_factory=list)
+    """Automation paths its commit changed (CI, git, shell, editor or agent configuration,
+    commit or install hooks), each allowed by ``[predicate] allow_automation``: what will run
+    by itself once the branch is pushed or checked out. Also on the report's first screen."""
     excluded: list[str] = Field(default_factory=list)
     """Untracked generated paths its candidate left out (built-in excludes and ``[run]
     exclude``; a directory ends with ``/``)."""
@@ -156,6 +164,9 @@ class DriftPoint(_Model):
     score: float
     action: Literal["none", "prune", "halt"]
     off_goal_task_ids: list[str]
+    automation_shown: list[str] = Field(default_factory=list)
+    """What the drift judge was shown of the automation paths the night's tasks changed, one
+    line per task (``fix_ci: .github/workflows/ci.yml (landed)``); empty when none did."""
 
 
 class SpendPoint(_Model):

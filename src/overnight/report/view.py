@@ -30,6 +30,14 @@ class Pair:
 
 
 @dataclass(frozen=True)
+class AutomationLanded:
+    """A verified task's landed changes to what runs by itself, the spec allowing them."""
+
+    task: str
+    paths: list[str]
+
+
+@dataclass(frozen=True)
 class Headline:
     run_id: str
     ending: str
@@ -50,6 +58,10 @@ class Headline:
     """What was sent when the run ended, one list of fields per alert."""
     banner: str | None
     """The warning of an unsandboxed night; None when the night ran sandboxed."""
+    automation: list[AutomationLanded] = field(default_factory=list)
+    """Landed changes to what runs by itself (``[predicate] allow_automation``), per task."""
+    automation_said: str = ""
+    """What they are, as a sentence; empty when none landed."""
 
 
 @dataclass(frozen=True)
@@ -203,6 +215,8 @@ class ParkedRow:
     protected_changes: list[str]
     left_out: str = ""
     """As for a verified task."""
+    automation_changes: list[str] = field(default_factory=list)
+    """Automation paths it changed that the spec does not allow (not committed)."""
 
 
 @dataclass(frozen=True)
@@ -243,6 +257,9 @@ class DriftRow:
     off_goal: str
     """The off-goal task ids, comma-separated; empty when none."""
     value: float
+    automation_shown: str = ""
+    """What the judge was shown of the automation paths the night's tasks changed; empty
+    when none did."""
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,295 @@
+"""What runs by itself: which changes of a candidate count as changing an automation path,
+whatever they are disguised as, and which the spec's ``allow_automation`` lets land."""
+
+from __future__ import annotations
+
+import pytest
+
+from overnight.core.automation import (
+    AUTOMATION_PATHS,
+    AUTOMATION_REASON,
+    Automation,
+    AutomationChange,
+    automation_changes,
+    file_rule,
+    fold,
+    link_rule,
+    resolve,
+)
+from overnight.core.candidate import park_reason, too_large
+from overnight.core.protect import ChangedPath
+
+
+def found(
+    *changes: tuple[str, str],
+    new_links: dict[str, str | None] | None = None,
+    base_links: dict[str, str] | None = None,
+) -> list[AutomationChange]:
+    return automation_changes(
+        [ChangedPath(status, path) for status, path in changes], new_links, base_links
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        # CI
+        ".github/workflows/ci.yml",
+        ".github/workflows/nested/deep.yaml",
+        ".github/actions/setup/action.yml",
+        "tools/release/action.yaml",
+        ".gitlab-ci.yml",
+        ".circleci/config.yml",
+        "azure-pipelines.yml",
+        ".buildkite/pipeline.yml",
+        "Jenkinsfile",
+        ".travis.yml",
+        ".gitea/workflows/x.yml",
+        "bitbucket-pipelines.yml",
+        # git
+        ".gitattributes",
+        "pkg/data/.gitattributes",
+        ".gitmodules",
+        ".lfsconfig",
+        ".githooks/pre-commit",
+        # the shell and editors
+        ".envrc",
+        "services/api/.envrc",
+        ".env",
+        ".env.local",
+        "mise.toml",
+        ".vscode/tasks.json",
+        "sub/.vscode/settings.json",
+        ".idea/workspace.xml",
+        ".devcontainer/devcontainer.json",
+        ".devcontainer.json",
+        "project.code-workspace",
+        ".nvim.lua",
+        ".dir-locals.el",
+        # commit hooks
+        ".pre-commit-config.yaml",
+        ".husky/pre-commit",
+        "lefthook.yml",
+        ".lintstagedrc.json",
+        # package managers
+        "package.json",
+        "web/package.json",
+        ".npmrc",
+        ".yarnrc.yml",
+        ".pnpmfile.cjs",
+        "binding.gyp",
+        # coding agents
+        ".claude/settings.json",
+        ".claude/settings.local.json",
+        ".mcp.json",
+        ".cursor/mcp.json",
+        ".codex/config.toml",
+        ".gemini/settings.json",
+    ],
+)
+def test_each_family_is_an_automation_path(path: str) -> None:
+    assert file_rule(path) is not None, path
+    [hit] = found(("A", path))
+    assert hit.reaches == path and hit.how == "path"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "calc.py",
+        ".github/ISSUE_TEMPLATE/bug.md",
+        ".github/CODEOWNERS",
+        ".github/dependabot.yml",
+        "docs/workflows/ci.md",
+        "workflows/ci.yml",
+        "src/envrc.py",
+        "environment.yml",
+        "package-notes.json",
+        "src/pkg/package.py",
+        "vscode/tasks.json",
+        "claude/settings.json",
+        "pre-commit-config.yaml.md",
+        ".editorconfig",
+        "README~.md",
+        "backup~",
+    ],
+)
+def test_neighbours_are_not(path: str) -> None:
+    assert file_rule(path) is None, path
+    assert found(("A", path)) == []
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".GitHub/Workflows/evil.yml",  # a case-insensitive checkout merges it with .github
+        ".GITHUB/workflows/evil.yml",
+        ".gıthub/workflows/evil.yml",  # dotless i: NTFS folds it onto I
+        ".github./workflows/evil.yml",  # Windows drops a trailing dot
+        ".envrc ",  # and a trailing space
+        ".git\u200cattributes",  # HFS+ ignores the zero-width non-joiner
+        ".VSCode/tasks.json",
+        "PACKAGE.JSON",
+        "GITHUB~1/workflows/evil.yml",  # a Windows short name can stand for .github
+        "vscode~2/tasks.json",
+    ],
+)
+def test_disguised_names_are_folded_as_a_file_system_would(path: str) -> None:
+    assert file_rule(path) is not None, path
+
+
+def test_every_documented_pattern_is_lower_case_and_folding_is_idempotent() -> None:
+    for pattern, what in AUTOMATION_PATHS:
+        assert pattern == pattern.lower() and what
+    for name in (".GitHub", "ſ", "K", ".envrc. ."):
+        assert fold(fold(name)) == fold(name)
+
+
+def test_a_rename_counts_by_both_paths() -> None:
+    # git's --no-renames shows a rename as a delete and an add.
+    hits = found(("D", "templates/ci.yml"), ("A", ".github/workflows/ci.yml"))
+    assert [h.path for h in hits] == [".github/workflows/ci.yml"]
+    hits = found(("D", ".github/workflows/ci.yml"), ("A", "old/ci.yml"))
+    assert [(h.path, h.status) for h in hits] == [(".github/workflows/ci.yml", "D")]
+    assert "(deleted)" in hits[0].sentence()
+
+
+def test_a_link_counts_by_its_own_path_and_by_the_directory_it_stands_for() -> None:
+    assert link_rule(".github") is not None  # .github -> gh: gh/workflows runs
+    assert link_rule("a/.github/workflows") is not None
+    assert link_rule(".yarn") is not None
+    assert link_rule("docs") is None
+    hit, under = found(
+        ("A", ".github"), ("A", "gh/workflows/evil.yml"), new_links={".github": "gh"}
+    )
+    assert (hit.path, hit.how) == (".github", "directory link")
+    assert hit.sentence().startswith("`.github` is a symbolic link in place of a directory")
+    assert (under.path, under.how, under.reaches) == (
+        "gh/workflows/evil.yml",
+        "through link",
+        ".github",
+    )
+
+
+@pytest.mark.parametrize(
+    ("link", "target", "reaches"),
+    [
+        ("ci.yml", ".github/workflows/ci.yml", ".github/workflows/ci.yml"),
+        ("ci.yml", "./.github/workflows", ".github/workflows"),
+        ("docs/ci.yml", "../.github/workflows/x.yml", ".github/workflows/x.yml"),
+        ("ci.yml", "../../../../.github/workflows/x.yml", ".github/workflows/x.yml"),
+        ("ci.yml", "/home/me/repo/.github/workflows/x.yml", "home/me/repo/.github/workflows/x.yml"),
+        ("hooks", ".git/hooks", ".git/hooks"),
+        ("cfg", "../../.git/config", ".git/config"),
+        ("x", "GITHUB~1/workflows/a.yml", "GITHUB~1/workflows/a.yml"),
+        ("ws", ".github", ".github"),
+    ],
+)
+def test_a_link_counts_by_its_target(link: str, target: str, reaches: str) -> None:
+    [hit] = found(("A", link), new_links={link: target})
+    assert (hit.how, hit.reaches) == ("link target", reaches)
+    assert f"is a symbolic link to `{reaches}`" in hit.sentence()
+
+
+def test_a_link_whose_target_leads_there_through_another_link_counts() -> None:
+    base = {"gh": ".github/workflows"}
+    [hit] = found(("A", "ci.yml"), new_links={"ci.yml": "gh/ci.yml"}, base_links=base)
+    assert (hit.how, hit.reaches) == ("link target", ".github/workflows/ci.yml")
+
+
+def test_a_link_whose_target_cannot_be_read_counts() -> None:
+    [hit] = found(("A", "x"), new_links={"x": None})
+    assert hit.how == "unreadable link"
+
+
+def test_a_file_an_automation_link_of_the_branch_points_to_counts() -> None:
+    base = {".github/workflows/ci.yml": "../../ci/main.yml"}
+    [hit] = found(("M", "ci/main.yml"), ("M", "calc.py"), base_links=base)
+    assert (hit.path, hit.how, hit.reaches) == (
+        "ci/main.yml",
+        "through link",
+        ".github/workflows/ci.yml",
+    )
+    assert "reached through the symbolic link `.github/workflows/ci.yml`" in hit.sentence()
+    # A directory link: everything under what it stands for.
+    base = {".vscode": "editor"}
+    assert [h.path for h in found(("A", "editor/tasks.json"), base_links=base)] == [
+        "editor/tasks.json"
+    ]
+
+
+def test_changing_a_link_on_the_way_counts_as_does_what_it_then_leads_to() -> None:
+    base = {".github/workflows/ci.yml": "../../ci/main.yml", "ci": "ci-v1"}
+    hits = found(
+        ("T", "ci"),
+        ("A", "evil/main.yml"),
+        new_links={"ci": "evil"},
+        base_links=base,
+    )
+    assert {h.path for h in hits} == {"ci", "evil/main.yml"}
+
+
+def test_a_link_added_beside_the_file_it_points_to_names_both() -> None:
+    hits = found(
+        ("A", ".github/workflows/ci.yml"),
+        ("A", "scripts/ci.yml"),
+        new_links={".github/workflows/ci.yml": "../../scripts/ci.yml"},
+    )
+    assert [(h.path, h.how) for h in hits] == [
+        (".github/workflows/ci.yml", "path"),
+        ("scripts/ci.yml", "through link"),
+    ]
+
+
+def test_resolution_stops_at_a_loop_and_outside_the_repository() -> None:
+    assert resolve("a", {"a": "b", "b": "a"})[0] is None
+    assert resolve("a", {"a": "../x"})[0] is None
+    assert resolve("a", {"a": "/etc"})[0] is None
+    real, visited = resolve("d/a", {"d/a": "../b/c", "b": "e"})
+    assert (real, visited) == ("e/c", ["d/a", "b"])
+    # A loop through a target in the repository does not run away either.
+    assert found(("M", "x"), base_links={".envrc": "x", "x": ".envrc"}) != []
+
+
+def test_the_spec_allows_named_paths_as_written() -> None:
+    allow = Automation((".github/workflows/**",))
+    hits = found(
+        ("A", ".github/workflows/ci.yml"),
+        ("A", ".GitHub/workflows/ci.yml"),  # not what GitHub reads, nor what was allowed
+        ("A", ".envrc"),
+        ("A", ".github"),
+        ("A", "ci.yml"),
+        new_links={".github": "gh", "ci.yml": ".github/workflows/x.yml"},
+    )
+    blocked, allowed = allow.split(hits)
+    assert [a.path for a in allowed] == [".github/workflows/ci.yml", "ci.yml"]
+    assert [b.path for b in blocked] == [".GitHub/workflows/ci.yml", ".envrc", ".github"]
+    assert Automation().split(hits) == (hits, [])
+
+
+def test_the_park_reason_names_the_paths_and_what_judges_the_work_comes_first() -> None:
+    hits = found(*(("A", f".husky/h{i}") for i in range(7)), ("A", ".envrc"))
+    reason, lines = park_reason([], [], hits)
+    assert reason.startswith(f"{AUTOMATION_REASON}: `.husky/h0`, `.husky/h1`")
+    assert reason.endswith("`.husky/h4` (and 3 more)")
+    assert lines[-1] == "`.envrc` is shell configuration loaded on entering the directory (created)"
+    big = too_large("data.bin", 3 << 20, 1 << 20)
+    reason, lines = park_reason([big], [], hits[:1])
+    assert reason == f"{AUTOMATION_REASON}: `.husky/h0` (and 1 more)"
+    reason, _ = park_reason([], ["`tests/x.py` is protected (changed): ..."], hits[:1])
+    assert reason.startswith("changed what judges it: `tests/x.py`")
+
+
+def test_links_too_costly_to_resolve_count_and_a_path_too_long_leads_nowhere() -> None:
+    deep = "/".join(["d"] * 300)
+    links: dict[str, str | None] = {f"l{i}": f"{deep}/x{i}" for i in range(1000)}
+    hits = found(*(("A", p) for p in links), ("M", "calc.py"), new_links=links)
+    assert {h.how for h in hits} == {"costly link"}
+    assert "calc.py" not in {h.path for h in hits}  # no automation link could reach it
+    assert hits and {h.path for h in hits} < set(links)  # those resolved in time are judged
+    # With an automation link to resolve once the steps ran out, nothing is known safe.
+    base = {".vscode": "editor"}
+    every = found(*(("A", p) for p in links), ("M", "calc.py"), new_links=links, base_links=base)
+    assert {h.path for h in every} == {*links, "calc.py"}
+    assert "too many, too long or too deeply chained" in hits[-1].sentence()
+    assert resolve("a", {"a": "/".join(["abcdefgh"] * 600)})[0] is None
