@@ -214,6 +214,12 @@ def test_an_allowed_workflow_lands_and_the_first_screen_names_it(tmp_path: Path)
     page = (night.run_dir / "report.html").read_text()
     header = first_screen_html(page)
     assert f"<code>{path}</code>" in header and "<code>fix_add</code>" in header
+    # the pull request's body names it before the verified tasks
+    body_file = night.tmp / "pr.md"
+    night.cli("pr", night.run_dir, "--out", body_file)
+    body = body_file.read_text()
+    named = body.index("### Changes to what runs by itself")
+    assert f"- `fix_add`: `{path}`" in body and named < body.index("### Verified tasks")
     night.assert_contained(outcome)
 
 

@@ -120,6 +120,13 @@ def pr_body(r: TerminalResult, verifies: Mapping[str, str], audit: AuditSaid) ->
     out.append("")
     out.append(f"Goal: {md_escape(f.goal.text)}")
     out.append("")
+    if h.automation:  # code that runs by itself on push, checkout or opening: first
+        out.append("### Changes to what runs by itself (allowed by the spec)")
+        out.append("")
+        for landed in h.automation:
+            paths = ", ".join(md_code(path) for path in landed.paths)
+            out.append(f"- {md_code(landed.task)}: {paths}")
+        out.append("")
     out.append(f"### Verified tasks ({len(t.verified)})")
     out.append("")
     for v in t.verified[:LISTED]:
