@@ -1,103 +1,150 @@
 """gitignore rules, evaluated by the harness in linear time (no regex, no backtracking).
 
 A repository's ``.gitignore`` files are bytes the model may have written, so git is never
-asked to read them outside the sandbox; this module reads them instead. Syntax and
-precedence follow gitignore(5): blank and ``#`` lines skipped, ``\\`` escapes, trailing
-blanks dropped, ``!`` negates, a trailing ``/`` matches directories only, a pattern with a
-``/`` before its end is anchored to its file's directory, otherwise it matches the name at
-any depth; ``*``, ``?`` and ``[...]`` never match ``/``; ``**/``, ``/**/`` and a trailing
-``/**`` cross directories; other ``**`` act as ``*``. Within one file the last matching line
-wins; a deeper file's rules come before a shallower one's.
+asked to read them outside the sandbox; this module reads them instead, and answers as git
+does (``dir.c`` and ``wildmatch.c``), byte for byte:
 
-Each pattern is compiled to a position automaton simulated bit-parallel: one step per
-character of the path, whatever the pattern, so no pattern a model writes can make a match
-take longer than ``O(len(path))`` steps.
+* A file is split on LF only; one CR before the LF is dropped; a UTF-8 byte-order mark at
+  the very start of the file is skipped; a line ends at its first NUL byte.
+* Blank lines and lines starting with ``#`` are skipped. Trailing spaces (not tabs) are
+  dropped back to the last character a backslash escapes (``\\ `` keeps its space; after
+  ``\\\\``, an escaped backslash, the space goes).
+* ``!`` negates; one trailing ``/`` makes the rule match directories only (a second one is
+  part of the pattern, which then matches nothing). A pattern with a ``/`` left is anchored
+  to its file's directory (one leading ``/`` is dropped: ``//x`` matches nothing), otherwise
+  it matches the last name of a path at any depth.
+* Patterns match bytes: ``?`` and a bracket expression match one byte (not one character of
+  a non-ASCII name), ``[:alpha:]`` and the other named classes are ASCII, a range is of byte
+  values and its first end is always in it; an unknown ``[:name:]``, an unclosed ``[`` or a
+  trailing ``\\`` make the pattern match nothing. ``*``, ``?`` and ``[...]`` never match
+  ``/``; ``**/``, ``/**/`` and a trailing ``/**`` cross directories, as do a ``**`` before
+  ``\\/`` (but then at least one directory) and a ``**`` right after the pattern's leading
+  run of plain characters (git compares that run before matching the rest); other ``**``
+  act as ``*``.
+* Within one file the last matching line wins; a deeper file's rules come before a
+  shallower one's.
+
+Where the harness differs on purpose: matching is case-sensitive, as git's is on a
+case-sensitive file system (``core.ignoreCase`` is not read: this module reads no
+configuration), and rules beyond the limits below are refused, never read in part.
+
+Each pattern is compiled to a position automaton simulated bit-parallel: one step per byte
+of the path, whatever the pattern, so no pattern a model writes can make a match take longer
+than ``O(len(path))`` steps.
 """
 
 from __future__ import annotations
 
-import string
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 #: Largest ignore file read (bytes); a larger one is refused, not read in part.
 MAX_IGNORE_FILE_BYTES = 1 << 20
 #: Most ignore patterns a candidate's rules may hold in all.
 MAX_IGNORE_PATTERNS = 10_000
-#: Longest pattern (characters): longer than any path can be.
-MAX_PATTERN_CHARS = 4096
+#: Longest pattern (bytes): longer than any path can be.
+MAX_PATTERN_BYTES = 4096
 
-_CLASSES: dict[str, Callable[[str], bool]] = {
-    "alnum": str.isalnum,
-    "alpha": str.isalpha,
-    "blank": lambda c: c in " \t",
-    "cntrl": lambda c: ord(c) < 32 or ord(c) == 127,
-    "digit": lambda c: c in string.digits,
-    "graph": lambda c: c.isprintable() and not c.isspace(),
-    "lower": str.islower,
-    "print": str.isprintable,
-    "punct": lambda c: c in string.punctuation,
-    "space": str.isspace,
-    "upper": str.isupper,
-    "xdigit": lambda c: c in string.hexdigits,
+_BOM = b"\xef\xbb\xbf"
+_SLASH, _STAR, _QUESTION, _OPEN, _CLOSE = b"/", b"*", b"?", b"[", b"]"
+_BACKSLASH, _BANG, _CARET, _DASH, _COLON = b"\\", b"!", b"^", b"-", b":"
+_SPECIAL = frozenset(b"*?[\\")
+
+
+def _bits(members: bytes) -> int:
+    mask = 0
+    for byte in members:
+        mask |= 1 << byte
+    return mask
+
+
+_ALL = (1 << 256) - 1
+_NOT_SLASH = _ALL & ~_bits(_SLASH)
+_DIGITS = _bits(b"0123456789")
+_UPPER = _bits(bytes(range(ord("A"), ord("Z") + 1)))
+_LOWER = _bits(bytes(range(ord("a"), ord("z") + 1)))
+_GRAPH = _bits(bytes(range(0x21, 0x7F)))
+# git's own ASCII tables, not the C library's locale.
+_CLASSES: dict[bytes, int] = {
+    b"alnum": _DIGITS | _UPPER | _LOWER,
+    b"alpha": _UPPER | _LOWER,
+    b"blank": _bits(b" \t"),
+    b"cntrl": _bits(bytes(range(0x20)) + b"\x7f"),
+    b"digit": _DIGITS,
+    b"graph": _GRAPH,
+    b"lower": _LOWER,
+    b"print": _GRAPH | _bits(b" "),
+    b"punct": _GRAPH & ~(_DIGITS | _UPPER | _LOWER),
+    b"space": _bits(b" \t\n\r"),
+    b"upper": _UPPER,
+    b"xdigit": _DIGITS | _bits(b"abcdefABCDEF"),
 }
 
 # Item kinds of a compiled pattern.
-_ONE = 0  # one character the predicate accepts
-_STAR = 1  # zero or more characters the predicate accepts (a loop)
-_SKIP2 = 2  # a _STAR that, with the '/' after it, may also be skipped: ``(.*/)?``
+_ONE = 0  # one byte the mask accepts
+_LOOP = 1  # zero or more bytes the mask accepts
+_SKIP2 = 2  # a _LOOP that, with the '/' after it, may also be skipped: ``(.*/)?``
 
 
 class PatternTooLarge(ValueError):
     """Ignore rules beyond what the harness evaluates (see the limits above)."""
 
 
+def _bytes(text: str | bytes) -> bytes:
+    if isinstance(text, bytes):
+        return text
+    return text.encode("utf-8", "surrogateescape")
+
+
 @dataclass
 class Glob:
     """One wildmatch pattern (``/`` matched only by ``/`` and ``**``), matched against a
-    whole string."""
+    whole path; each item is a kind and the mask of the 256 byte values it accepts."""
 
-    items: list[tuple[int, Callable[[str], bool]]]
-    literal: str | None = None
-    suffix: str | None = None
-    """``*suffix`` with a literal suffix: matched with ``endswith`` (names only)."""
+    items: list[tuple[int, int]]
+    literal: bytes | None = None
+    suffix: bytes | None = None
+    """``*suffix`` with a plain suffix: matched with ``endswith`` (names only)."""
     never: bool = False
-    _masks: dict[str, tuple[int, int]] = field(default_factory=dict, repr=False)
+    _masks: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
     _eps: int = field(default=0, repr=False)
     _skip: int = field(default=0, repr=False)
 
     def __post_init__(self) -> None:
         for i, (kind, _) in enumerate(self.items):
-            if kind in (_STAR, _SKIP2):
+            if kind in (_LOOP, _SKIP2):
                 self._eps |= 1 << i
             if kind == _SKIP2:
                 self._skip |= 1 << i
 
-    def matches(self, text: str) -> bool:
+    def matches(self, text: str | bytes) -> bool:
         if self.never:
             return False
+        data = _bytes(text)
         if self.literal is not None:
-            return text == self.literal
-        if self.suffix is not None and "/" not in text:
-            return text.endswith(self.suffix)
-        items, eps, skip = self.items, self._eps, self._skip
+            return data == self.literal
+        if self.suffix is not None and _SLASH not in data:
+            return data.endswith(self.suffix)
+        eps, skip = self._eps, self._skip
         state = _closure(1, eps, skip)
-        for c in text:
-            masks = self._masks.get(c)
+        for byte in data:
+            masks = self._masks.get(byte)
             if masks is None:
-                masks = self._masks[c] = self._char_masks(c)
+                masks = self._masks[byte] = self._byte_masks(byte)
             advance, loop = masks
             state = _closure(((state & advance) << 1) | (state & loop), eps, skip)
             if not state:
                 return False
-        return bool(state >> len(items) & 1)
+        return bool(state >> len(self.items) & 1)
 
-    def _char_masks(self, c: str) -> tuple[int, int]:
+    def _byte_masks(self, byte: int) -> tuple[int, int]:
         advance = loop = 0
         for i, (kind, accepts) in enumerate(self.items):
-            if kind == _ONE and accepts(c):
+            if not accepts >> byte & 1:
+                continue
+            if kind == _ONE:
                 advance |= 1 << i
-            elif kind != _ONE and accepts(c):
+            else:
                 loop |= 1 << (i + 1)  # the loop sits on the state after the item
         return advance, loop
 
@@ -110,133 +157,147 @@ def _closure(state: int, eps: int, skip: int) -> int:
         state = grown
 
 
-def _not_slash(c: str) -> bool:
-    return c != "/"
+def _span(lo: int, hi: int) -> int:
+    """The bytes ``lo..hi`` (none when reversed)."""
+    return ((1 << (hi + 1)) - 1) & ~((1 << lo) - 1) if lo <= hi else 0
 
 
-def _any(_c: str) -> bool:
-    return True
+def _class(pattern: bytes, i: int) -> tuple[int, int] | None:
+    """The bytes the bracket expression at ``pattern[i] == '['`` accepts and the index after
+    it, read as git's wildmatch reads it; None where wildmatch gives up (unclosed, or an
+    unknown ``[:name:]``), so that the pattern matches nothing."""
+    n = len(pattern)
 
+    def at(k: int) -> bytes:
+        return pattern[k : k + 1]
 
-def _is(ch: str) -> Callable[[str], bool]:
-    return lambda c: c == ch
-
-
-def _class(pattern: str, i: int) -> tuple[Callable[[str], bool], int] | None:
-    """The class starting at ``pattern[i] == '['`` and the index after it, or None when it
-    is not closed."""
-    j = i + 1
-    negate = j < len(pattern) and pattern[j] in "!^"
-    if negate:
-        j += 1
-    singles: set[str] = set()
-    ranges: list[tuple[str, str]] = []
-    named: list[Callable[[str], bool]] = []
-    first = True
-    while j < len(pattern):
-        c = pattern[j]
-        if c == "]" and not first:
+    k = i + 1
+    ch = at(k)
+    negated = ch in (_BANG, _CARET)
+    if negated:
+        k += 1
+        ch = at(k)
+    mask = 0
+    prev = b""  # the previous single byte, which a '-' may start a range from
+    while True:
+        if not ch:
+            return None
+        if ch == _BACKSLASH:
+            k += 1
+            ch = at(k)
+            if not ch:
+                return None
+            mask |= _bits(ch)
+        elif ch == _DASH and prev and k + 1 < n and at(k + 1) != _CLOSE:
+            k += 1
+            ch = at(k)
+            if ch == _BACKSLASH:
+                k += 1
+                ch = at(k)
+                if not ch:
+                    return None
+            mask |= _span(prev[0], ch[0])
+            ch = b""
+        elif ch == _OPEN and at(k + 1) == _COLON:
+            start = end = k + 2
+            while end < n and at(end) != _CLOSE:
+                end += 1
+            if end == n:
+                return None
+            if end == start or at(end - 1) != _COLON:
+                mask |= _bits(_OPEN)  # no ":]": a plain '['
+            else:
+                named = _CLASSES.get(pattern[start : end - 1])
+                if named is None:
+                    return None
+                mask |= named
+                k = end
+                ch = b""
+        else:
+            mask |= _bits(ch)
+        prev = ch
+        k += 1
+        ch = at(k)
+        if ch == _CLOSE:
             break
-        first = False
-        if c == "[" and pattern.startswith("[:", j):
-            end = pattern.find(":]", j + 2)
-            if end != -1 and pattern[j + 2 : end] in _CLASSES:
-                named.append(_CLASSES[pattern[j + 2 : end]])
-                j = end + 2
-                continue
-        if c == "\\" and j + 1 < len(pattern):
-            j += 1
-            c = pattern[j]
-        if j + 2 < len(pattern) and pattern[j + 1] == "-" and pattern[j + 2] != "]":
-            hi = pattern[j + 2]
-            if hi == "\\" and j + 3 < len(pattern):
-                hi = pattern[j + 3]
-                j += 1
-            ranges.append((c, hi))
-            j += 3
-            continue
-        singles.add(c)
-        j += 1
-    else:
-        return None
-
-    def accepts(ch: str) -> bool:
-        if ch == "/":
-            return False
-        hit = ch in singles or any(lo <= ch <= hi for lo, hi in ranges)
-        hit = hit or any(f(ch) for f in named)
-        return hit != negate
-
-    return accepts, j + 1
+    if negated:
+        mask = _ALL & ~mask
+    return mask & _NOT_SLASH, k + 1
 
 
-def compile_glob(pattern: str) -> Glob:
-    """``pattern`` (gitignore wildmatch syntax, without ``!`` or a trailing ``/``)."""
-    if len(pattern) > MAX_PATTERN_CHARS:
-        raise PatternTooLarge(f"a pattern of {len(pattern)} characters")
-    items: list[tuple[int, Callable[[str], bool]]] = []
-    i, n = 0, len(pattern)
-    wild = False
+def compile_glob(pattern: str | bytes) -> Glob:
+    """``pattern`` (gitignore wildmatch syntax, without ``!``, the trailing ``/`` or the
+    leading ``/`` of an anchored rule)."""
+    text = _bytes(pattern)
+    n = len(text)
+    if n > MAX_PATTERN_BYTES:
+        raise PatternTooLarge(f"a pattern of {n} bytes")
+    plain = next((k for k, byte in enumerate(text) if byte in _SPECIAL), n)
+    if plain == n:
+        return Glob(items=[], literal=text)
+    items: list[tuple[int, int]] = []
+    i = 0
     while i < n:
-        c = pattern[i]
-        if c == "*":
+        ch = text[i : i + 1]
+        if ch == _STAR:
             j = i
-            while j < n and pattern[j] == "*":
+            while j < n and text[j : j + 1] == _STAR:
                 j += 1
-            double = j - i >= 2 and (i == 0 or pattern[i - 1] == "/")
-            wild = True
-            if double and j < n and pattern[j] == "/":
-                items.append((_SKIP2, _any))
-                items.append((_ONE, _is("/")))
+            # git compares the plain run itself and matches the rest from its start, where
+            # a '**' counts as following a '/'.
+            double = j - i >= 2 and (i in (0, plain) or text[i - 1 : i] == _SLASH)
+            if double and text[j : j + 1] == _SLASH:
+                items += [(_SKIP2, _ALL), (_ONE, _bits(_SLASH))]
                 i = j + 1
-                continue
-            if double and j == n:
-                items.append((_STAR, _any))
+            elif double and (j == n or text[j : j + 2] == b"\\/"):
+                items.append((_LOOP, _ALL))
                 i = j
-                continue
-            items.append((_STAR, _not_slash))
-            i = j
+            else:
+                items.append((_LOOP, _NOT_SLASH))
+                i = j
             continue
-        if c == "?":
-            wild = True
-            items.append((_ONE, _not_slash))
-        elif c == "[":
-            found = _class(pattern, i)
-            if found is None:  # git's wildmatch gives up on an unclosed class
+        if ch == _QUESTION:
+            items.append((_ONE, _NOT_SLASH))
+        elif ch == _OPEN:
+            found = _class(text, i)
+            if found is None:
                 return Glob(items=[], never=True)
-            wild = True
             items.append((_ONE, found[0]))
             i = found[1]
             continue
         else:
-            if c == "\\":
-                if i + 1 >= n:  # a trailing backslash matches nothing
-                    return Glob(items=[], never=True)
+            if ch == _BACKSLASH:
                 i += 1
-                c = pattern[i]
-            items.append((_ONE, _is(c)))
+                if i == n:  # a trailing backslash matches nothing
+                    return Glob(items=[], never=True)
+                ch = text[i : i + 1]
+            items.append((_ONE, _bits(ch)))
         i += 1
     glob = Glob(items=items)
-    if not wild:
-        glob.literal = _unescape(pattern)
-    elif (
-        pattern.startswith("*")
-        and not pattern.startswith("**")
-        and not any(ch in pattern[1:] for ch in "*?[\\")
-    ):
-        glob.suffix = pattern[1:]
+    rest = text[1:]
+    if text[:1] == _STAR and not any(byte in _SPECIAL for byte in rest) and _SLASH not in rest:
+        glob.suffix = rest
     return glob
 
 
-def _unescape(text: str) -> str:
-    out: list[str] = []
+def _trim_trailing_spaces(text: str) -> str:
+    """``text`` without its trailing spaces, as git trims them: a backslash escapes the
+    character after it, whatever it is."""
+    last_space = -1
     i = 0
     while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            i += 1
-        out.append(text[i])
+        ch = text[i]
+        if ch == " ":
+            if last_space < 0:
+                last_space = i
+        else:
+            last_space = -1
+            if ch == "\\":
+                i += 1
+                if i == len(text):
+                    return text
         i += 1
-    return "".join(out)
+    return text if last_space < 0 else text[:last_space]
 
 
 @dataclass
@@ -251,41 +312,40 @@ class Rule:
     anchored: bool
     base: str
     """The directory the rule's file is in, relative to the top (``""`` at the top)."""
+    _under: bytes = field(default=b"", init=False, repr=False)
 
-    def matches(self, path: str, is_dir: bool) -> bool:
+    def __post_init__(self) -> None:
+        self._under = _bytes(self.base) + b"/" if self.base else b""
+
+    def matches(self, path: str | bytes, is_dir: bool) -> bool:
         if self.dir_only and not is_dir:
             return False
-        if self.base:
-            if not path.startswith(self.base + "/"):
+        data = _bytes(path)
+        if self._under:
+            if not data.startswith(self._under):
                 return False
-            path = path[len(self.base) + 1 :]
+            data = data[len(self._under) :]
         if not self.anchored:
-            path = path.rsplit("/", 1)[-1]
-        return self.glob.matches(path)
+            data = data.rsplit(_SLASH, 1)[-1]
+        return self.glob.matches(data)
 
 
 def parse_line(line: str, base: str = "") -> Rule | None:
-    """The rule a line states, or None for a blank or comment line."""
-    text = line.rstrip("\r")
-    if not text or text.startswith("#"):
+    """The rule a line states (the line without its LF), or None for a line that states
+    none: blank, a comment, or a pattern left empty."""
+    if not line or line.startswith("#"):
         return None
-    # Trailing blanks go, unless escaped.
-    end = len(text)
-    while end > 0 and text[end - 1] in " \t":
-        if end >= 2 and text[end - 2] == "\\":
-            break
-        end -= 1
-    pattern = text[:end]
+    text = line[:-1] if line.endswith("\r") else line
+    pattern = _trim_trailing_spaces(text.split("\0", 1)[0])
     negated = pattern.startswith("!")
     if negated:
         pattern = pattern[1:]
-    dir_only = pattern.endswith("/") and not pattern.endswith("\\/")
+    dir_only = pattern.endswith("/")
     if dir_only:
-        pattern = pattern.rstrip("/")
-    if not pattern:
-        return None
+        pattern = pattern[:-1]
     anchored = "/" in pattern
-    pattern = pattern.lstrip("/") if anchored else pattern
+    if anchored and pattern.startswith("/"):
+        pattern = pattern[1:]
     if not pattern:
         return None
     return Rule(
@@ -299,6 +359,8 @@ def parse_line(line: str, base: str = "") -> Rule | None:
 
 
 def parse_rules(lines: Iterable[str], base: str = "") -> list[Rule]:
+    """The rules of lines already split (a spec's list); a file's bytes go to
+    :func:`read_rules`, which splits them as git does."""
     rules = []
     for line in lines:
         rule = parse_line(line, base)
@@ -307,10 +369,23 @@ def parse_rules(lines: Iterable[str], base: str = "") -> list[Rule]:
     return rules
 
 
-def decide(rules: Sequence[Rule], path: str, is_dir: bool) -> Rule | None:
+def read_rules(data: bytes, base: str = "") -> list[Rule]:
+    """The rules of one ignore file, given its bytes: lines end at LF only (a CR alone, a
+    form feed or a Unicode line separator is part of a pattern), and a UTF-8 byte-order mark
+    at the start is skipped."""
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return parse_rules((line.decode("utf-8", "surrogateescape") for line in lines), base)
+
+
+def decide(rules: Sequence[Rule], path: str | bytes, is_dir: bool) -> Rule | None:
     """The rule that decides ``path`` (the last that matches), or None."""
+    data = _bytes(path)
     for rule in reversed(rules):
-        if rule.matches(path, is_dir):
+        if rule.matches(data, is_dir):
             return rule
     return None
 
@@ -330,9 +405,10 @@ class IgnoreStack:
             raise PatternTooLarge(f"more than {MAX_IGNORE_PATTERNS} ignore patterns in all")
         return IgnoreStack([rules, *self.levels], self.fallback, count)
 
-    def ignored(self, path: str, is_dir: bool) -> bool:
+    def ignored(self, path: str | bytes, is_dir: bool) -> bool:
+        data = _bytes(path)
         for rules in (*self.levels, self.fallback):
-            rule = decide(rules, path, is_dir)
+            rule = decide(rules, data, is_dir)
             if rule is not None:
                 return not rule.negated
         return False

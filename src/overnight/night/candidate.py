@@ -41,7 +41,7 @@ from overnight.core.ignore import (
     MAX_IGNORE_FILE_BYTES,
     IgnoreStack,
     PatternTooLarge,
-    parse_rules,
+    read_rules,
 )
 from overnight.night import git
 
@@ -242,8 +242,7 @@ class _Walk:
         finally:
             os.close(fd)
         try:
-            rules = parse_rules(data.decode("utf-8", "surrogateescape").splitlines(), rel)
-            return ignores.push(rules)
+            return ignores.push(read_rules(data, rel))
         except PatternTooLarge as exc:
             self.notes.refused.append(unreadable_rules(where, str(exc)))
             return ignores
@@ -323,8 +322,9 @@ class _Walk:
 def info_exclude(git_dir: Path) -> IgnoreStack:
     """The repository's own ``info/exclude`` (the user's file, lowest precedence)."""
     try:
-        data = (git_dir / "info" / "exclude").read_bytes()[:MAX_IGNORE_FILE_BYTES]
-        rules = parse_rules(data.decode("utf-8", "surrogateescape").splitlines())
+        data = (git_dir / "info" / "exclude").read_bytes()
+        # never read in part: a file over the limit gives no rules
+        rules = read_rules(data) if len(data) <= MAX_IGNORE_FILE_BYTES else []
     except (OSError, PatternTooLarge):
         rules = []
     return IgnoreStack(fallback=rules)

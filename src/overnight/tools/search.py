@@ -29,7 +29,7 @@ from typing import Any
 from overnight import process
 from overnight.core import globs
 from overnight.core.errors import RunError
-from overnight.core.ignore import MAX_IGNORE_FILE_BYTES, IgnoreStack, PatternTooLarge, parse_rules
+from overnight.core.ignore import MAX_IGNORE_FILE_BYTES, IgnoreStack, PatternTooLarge, read_rules
 from overnight.seams import ToolContext, ToolError, ToolOutcome
 from overnight.tools.args import optional_str_arg, str_arg
 from overnight.tools.command import artifact_name
@@ -131,7 +131,7 @@ def _with_ignore_file(path: Path, rel: str, ignores: IgnoreStack) -> IgnoreStack
     finally:
         os.close(fd)
     try:
-        return ignores.push(parse_rules(data.decode("utf-8", "surrogateescape").splitlines(), rel))
+        return ignores.push(read_rules(data, rel))
     except PatternTooLarge:
         return ignores
 
