@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from overnight.core.errors import CheckpointCorrupt
 from overnight.store.checkpoint import SCHEMA_VERSION, load_checkpoint, save_checkpoint
+from overnight.store.versions import WRITTEN_BY, NewerFormat
 
 
 def realistic_body() -> dict[str, Any]:
@@ -116,15 +117,59 @@ def rewrite_frame(path: Path, **changes: Any) -> None:
     path.write_text(json.dumps(frame, ensure_ascii=False), encoding="utf-8")
 
 
-def test_wrong_schema_version_is_refused_naming_versions(tmp_path: Path) -> None:
+def test_a_newer_schema_version_is_refused_as_newer_naming_both_overnights(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "checkpoint.json"
     save_checkpoint(path, realistic_body())
-    rewrite_frame(path, schema_version=SCHEMA_VERSION + 1)
+    # A newer frame may drop or change every other field: the version is read first.
+    frame = json.loads(path.read_bytes())
+    path.write_text(
+        json.dumps(
+            {
+                "kind": frame["kind"],
+                "schema_version": SCHEMA_VERSION + 1,
+                "written_by": "9.4.0",
+                "state": {"elsewhere": True},
+            }
+        ),
+        encoding="utf-8",
+    )
+    with pytest.raises(NewerFormat) as caught:
+        load_checkpoint(path)
+    assert caught.value.problem == (
+        f"{path} was written by overnight 9.4.0 (checkpoint format {SCHEMA_VERSION + 1}); "
+        f"this is overnight {WRITTEN_BY} (format {SCHEMA_VERSION}): upgrade to resume"
+    )
+
+
+def test_a_newer_frame_without_its_writer_still_names_the_formats(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoint.json"
+    save_checkpoint(path, realistic_body())
+    rewrite_frame(path, schema_version=SCHEMA_VERSION + 1, written_by=None)
+    with pytest.raises(
+        NewerFormat, match=f"a newer overnight \\(checkpoint format {SCHEMA_VERSION + 1}"
+    ):
+        load_checkpoint(path)
+
+
+@pytest.mark.parametrize("version", [0, -1, "2", 1.0, None])
+def test_a_schema_version_never_written_is_corrupt(tmp_path: Path, version: object) -> None:
+    path = tmp_path / "checkpoint.json"
+    save_checkpoint(path, realistic_body())
+    rewrite_frame(path, schema_version=version)
     with pytest.raises(CheckpointCorrupt) as caught:
         load_checkpoint(path)
     assert caught.value.detail == (
-        f"checkpoint schema version {SCHEMA_VERSION + 1}, this overnight reads {SCHEMA_VERSION}"
+        f"checkpoint schema version {version!r}, this overnight reads {SCHEMA_VERSION}"
     )
+
+
+def test_the_frame_names_the_overnight_that_wrote_it(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoint.json"
+    save_checkpoint(path, realistic_body())
+    frame = json.loads(path.read_bytes())
+    assert (frame["schema_version"], frame["written_by"]) == (SCHEMA_VERSION, WRITTEN_BY)
 
 
 def test_boolean_schema_version_is_not_version_one(tmp_path: Path) -> None:

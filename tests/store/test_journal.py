@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from overnight.core.errors import CheckpointCorrupt, DiskFull
-from overnight.store.journal import Journal, read_journal
+from overnight.store.journal import LINE_FORMAT, Journal, read_journal
+from overnight.store.versions import WRITTEN_BY
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -59,8 +60,9 @@ def test_lines_are_canonical_and_carry_a_crc(tmp_path: Path) -> None:
     assert line.count(b"\n") == 1
     on_disk = json.loads(line)
     crc = on_disk.pop("crc")
-    assert crc == zlib.crc32(b'{"a":"x","b":1}')
-    assert line == b'{"a":"x","b":1,"crc":%d}\n' % crc
+    body = b'{"a":"x","b":1,"by":"%s","fmt":%d}' % (WRITTEN_BY.encode(), LINE_FORMAT)
+    assert crc == zlib.crc32(body)
+    assert line == b'{"a":"x","b":1,"by":"%s","crc":%d,"fmt":2}\n' % (WRITTEN_BY.encode(), crc)
 
 
 def test_values_json_cannot_hold_come_back_as_strings(tmp_path: Path) -> None:

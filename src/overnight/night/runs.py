@@ -34,7 +34,7 @@ from overnight.seams import Clock, ModelClient, TaskExecutor
 from overnight.store.atomic import open_private, private_dir
 from overnight.store.index import register
 from overnight.store.journal import read_journal
-from overnight.store.run_state import RunStateStore, load_run_state
+from overnight.store.run_state import RunStateStore, check_formats, load_run_state
 from overnight.store.rundir import (
     DISK_RESERVE_BYTES,
     RunDir,
@@ -43,6 +43,7 @@ from overnight.store.rundir import (
     read_json,
     write_json_atomic,
 )
+from overnight.store.versions import WRITTEN_BY
 from overnight.telemetry.setup import check_telemetry, listening, open_spans
 
 if TYPE_CHECKING:
@@ -78,6 +79,7 @@ def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str
             "branch": branch,
             "workspace": str(spec.workspace_path()),
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "written_by": WRITTEN_BY,
             "prices": price_record(spec),  # what its spend is re-priced at by `audit`
         }
         write_json_atomic(staging / "spec.json", spec.model_dump(mode="json"))
@@ -226,6 +228,9 @@ def resume_run(
     rd = RunDir(path)
     if not rd.is_run():
         raise ConfigError("RUN_DIR", f"{path} is not an overnight run directory", "pass a RUN_DIR")
+    # Before the spec is read and the lock taken: a night a newer overnight wrote is left
+    # byte for byte as it was, for that overnight to resume.
+    check_formats(rd.checkpoint, rd.spend)
     on_disk = _load_run_spec(rd, {})
     policy = sandbox_policy(on_disk, rd.path.absolute())
     check_telemetry(on_disk)
@@ -302,6 +307,7 @@ def end_run(
     records the stop. A task left in flight stays in the plan as it is."""
     clock = clock or SystemClock()
     rd = RunDir(path)
+    check_formats(rd.checkpoint, rd.spend)
     lock = RunLock(rd)
     lock.acquire()
     try:

@@ -24,6 +24,12 @@ Identity. The frame also carries ``seq``, the number of the save the snapshot ho
 are numbered along the run), and ``replaces``, the identity (``seq`` and checksum) of the
 snapshot it took the place of: a journal names the snapshot it continues by that identity.
 
+Versions. The frame names the format of its body (``schema_version``) and the overnight that
+wrote it (``written_by``). A format newer than this overnight's is refused with
+``NewerFormat`` (a usage error: upgrade), checked before anything else in the frame, whose
+other fields the newer format may have changed; an earlier format is read and its body lifted
+to the current shape by ``overnight.store.migrations``.
+
 Every way the file itself can be wrong is reported as ``CheckpointCorrupt`` with a detail
 naming the check that failed; a missing file is not an error (there is nothing to resume).
 """
@@ -38,11 +44,21 @@ from typing import Any
 
 from overnight.core.errors import CheckpointCorrupt
 from overnight.store.atomic import write_atomic
+from overnight.store.migrations import READABLE_VERSIONS, SCHEMA_VERSION
+from overnight.store.versions import WRITTEN_BY, NewerFormat
 
-SCHEMA_VERSION: int = 2
-
-#: The versions this overnight reads: version 1 is version 2 without ``seq`` or a journal.
-READABLE_VERSIONS = (1, 2)
+__all__ = [
+    "KIND",
+    "READABLE_VERSIONS",
+    "SCHEMA_VERSION",
+    "Snapshot",
+    "SnapshotId",
+    "load_checkpoint",
+    "read_snapshot",
+    "save_checkpoint",
+    "snapshot_id",
+    "write_snapshot",
+]
 
 #: The ``kind`` field of every checkpoint frame.
 KIND = "overnight-checkpoint"
@@ -64,10 +80,12 @@ class SnapshotId:
 @dataclass(frozen=True)
 class Snapshot:
     body: dict[str, Any]
+    """As stored, in the format ``version``."""
     id: SnapshotId
     replaces: SnapshotId | None
     size: int
     """Bytes of the file."""
+    version: int
 
 
 def _digest(text: str) -> str:
@@ -98,6 +116,7 @@ def write_snapshot(
     frame = {
         "kind": KIND,
         "schema_version": SCHEMA_VERSION,
+        "written_by": WRITTEN_BY,
         "sha256": identity.sha256,
         "seq": seq,
         "replaces": replaces.as_json() if replaces else None,
@@ -109,8 +128,9 @@ def write_snapshot(
 
 
 def load_checkpoint(path: Path) -> dict[str, Any] | None:
-    """The body of the snapshot at ``path`` (without its journal: a whole state only when
-    the run was closed normally); ``None`` if there is none. Raises as ``read_snapshot``."""
+    """The body of the snapshot at ``path`` as stored (without its journal: a whole state
+    only when the run was closed normally); ``None`` if there is none. Raises as
+    ``read_snapshot``."""
     snapshot = read_snapshot(path)
     return None if snapshot is None else snapshot.body
 
@@ -118,9 +138,10 @@ def load_checkpoint(path: Path) -> dict[str, Any] | None:
 def read_snapshot(path: Path) -> Snapshot | None:
     """Read and verify the snapshot at ``path``; ``None`` if there is none.
 
-    Raises ``CheckpointCorrupt`` when the file is unreadable or not a checkpoint frame, when
-    the body fails its checksum, when the frame has another kind or schema version, or when
-    the body is not a JSON object.
+    Raises ``NewerFormat`` when the frame is of a newer format than this overnight's, and
+    ``CheckpointCorrupt`` when the file is unreadable or not a checkpoint frame, when the body
+    fails its checksum, when the frame has another kind or a schema version this overnight
+    never wrote, or when the body is not a JSON object.
     """
     try:
         raw = path.read_bytes()
@@ -137,6 +158,7 @@ def read_snapshot(path: Path) -> Snapshot | None:
         raise CheckpointCorrupt(
             f"checkpoint unreadable: expected a frame object, found {type(frame).__name__}"
         )
+    _refuse_newer(path, frame)
     missing = [key for key in _FRAME_KEYS if key not in frame]
     if missing:
         raise CheckpointCorrupt(f"checkpoint unreadable: frame lacks {', '.join(missing)}")
@@ -172,7 +194,14 @@ def read_snapshot(path: Path) -> Snapshot | None:
         raise CheckpointCorrupt(
             f"checkpoint body is not a JSON object, found {type(body).__name__}"
         )
-    return Snapshot(body, SnapshotId(seq, checksum), replaces, len(raw))
+    return Snapshot(body, SnapshotId(seq, checksum), replaces, len(raw), version)
+
+
+def _refuse_newer(path: Path, frame: dict[str, Any]) -> None:
+    version = frame.get("schema_version")
+    # bool is an int subclass: a frame saying ``true`` is damaged, not of a newer format.
+    if frame.get("kind") == KIND and type(version) is int and version > SCHEMA_VERSION:
+        raise NewerFormat(str(path), "checkpoint", version, SCHEMA_VERSION, frame.get("written_by"))
 
 
 def snapshot_id(value: object) -> SnapshotId | None:

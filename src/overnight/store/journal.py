@@ -8,6 +8,10 @@ fact, which is reported as ``CheckpointCorrupt``.
 
 Each record carries ``crc``, the CRC-32 of its canonical JSON without that field, so that a
 line that is damaged yet still parses as JSON is recognised as damaged rather than trusted.
+Each line also says its format, ``fmt`` (a line without it is format 1), and the version of
+the overnight that wrote it, ``by``. A line of a newer format is not damage: ``read_journal``
+refuses it with ``NewerFormat`` (``overnight.store.versions``) before judging its checksum,
+which the newer format may compute otherwise, and a writer never cuts it off.
 
 A writer that opens an existing journal first cuts off a damaged final line, exactly the one
 ``read_journal`` would ignore: otherwise the next record would be glued onto the fragment
@@ -21,15 +25,24 @@ import json
 import os
 import stat
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Self
 
 from overnight.core.errors import CheckpointCorrupt, DiskFull
 from overnight.store.atomic import open_private
+from overnight.store.versions import WRITTEN_BY, NewerFormat
 
 #: The reserved field holding each record's checksum.
 CRC_FIELD = "crc"
+#: The reserved fields holding each line's format and the version of the overnight that wrote it.
+FORMAT_FIELD = "fmt"
+WRITER_FIELD = "by"
+RESERVED = (CRC_FIELD, FORMAT_FIELD, WRITER_FIELD)
+
+#: The format of the lines this overnight writes. 1: no ``fmt`` or ``by``; 2: both.
+LINE_FORMAT = 2
 
 _CHUNK = 64 * 1024
 
@@ -43,26 +56,45 @@ def _crc(record: dict[str, Any]) -> int:
 
 
 def _encode_line(record: dict[str, Any]) -> bytes:
-    if CRC_FIELD in record:
-        raise ValueError(f"journal records may not carry the reserved field {CRC_FIELD!r}")
+    taken = [name for name in RESERVED if name in record]
+    if taken:
+        raise ValueError(f"journal records may not carry the reserved field {taken[0]!r}")
     # One round trip through JSON gives the record exactly as a reader will see it (string
     # keys, default=str applied), so the checksum is computed over what will be verified.
     plain: dict[str, Any] = json.loads(_canonical(record))
+    plain[FORMAT_FIELD] = LINE_FORMAT
+    plain[WRITER_FIELD] = WRITTEN_BY
     plain[CRC_FIELD] = _crc(plain)
     return (_canonical(plain) + "\n").encode("utf-8")
 
 
-def _decode_line(line: bytes) -> dict[str, Any] | None:
-    """The record on one line (newline excluded), or ``None`` if the line is damaged."""
+@dataclass(frozen=True)
+class _Newer:
+    """A line of a format newer than ``LINE_FORMAT``: whole for all this overnight knows."""
+
+    fmt: int
+    by: object
+
+
+def _decode_line(line: bytes) -> dict[str, Any] | _Newer | None:
+    """The record on one line (newline excluded), ``_Newer`` for a line of a newer format, or
+    ``None`` if the line is damaged."""
     try:
         record = json.loads(line.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
     if not isinstance(record, dict):
         return None
+    fmt = record.get(FORMAT_FIELD, 1)
+    if type(fmt) is not int or fmt < 1:
+        return None
+    if fmt > LINE_FORMAT:
+        return _Newer(fmt, record.get(WRITER_FIELD))
     crc = record.pop(CRC_FIELD, None)
     if type(crc) is not int or crc != _crc(record):
         return None
+    record.pop(FORMAT_FIELD, None)
+    record.pop(WRITER_FIELD, None)
     return record
 
 
@@ -147,20 +179,21 @@ def _cut_damaged_tail(path: Path) -> None:
             start = _line_start(file, size - 1)
             file.seek(start)
             if _decode_line(file.read(size - 1 - start)) is not None:
-                return
+                return  # whole, or of a newer format: not this writer's to judge
             keep = start
         if keep < size:
             file.truncate(keep)
 
 
 def read_intact_records(path: Path) -> list[dict[str, Any]]:
-    """Every record of ``path`` whose line is intact, skipping damaged ones wherever they are
-    (for files that are a convenience, not a ledger); ``[]`` if it cannot be read."""
+    """Every record of ``path`` whose line is intact, skipping damaged ones wherever they are,
+    and those of a newer format (for files that are a convenience, not a ledger); ``[]`` if
+    it cannot be read."""
     try:
         raw = path.read_bytes()
     except OSError:
         return []
-    return [r for r in map(_decode_line, raw.splitlines()) if r is not None]
+    return [r for r in map(_decode_line, raw.splitlines()) if isinstance(r, dict)]
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:
@@ -168,7 +201,7 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
 
     A damaged final line (no trailing newline, not JSON, or a wrong ``crc``) is what a kill
     in the middle of an append leaves and is ignored. A damaged line anywhere else raises
-    ``CheckpointCorrupt`` naming the line.
+    ``CheckpointCorrupt`` naming the line; a line of a newer format, ``NewerFormat``.
     """
     try:
         data = path.read_bytes()
@@ -181,6 +214,10 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     for number, line in enumerate(lines, start=1):
         record = _decode_line(line)
+        if isinstance(record, _Newer):
+            raise NewerFormat(
+                f"{path} line {number}", "journal", record.fmt, LINE_FORMAT, record.by
+            )
         if record is None:
             if number == len(lines) and not tail:
                 break

@@ -24,6 +24,11 @@ lines are all older than it: it is recognised as folded in already and not repla
 else (a damaged line before the last, a gap in the numbers, a journal continuing another
 snapshot, a change that does not fit the state) is ``CheckpointCorrupt``; nothing is written
 while loading, so a refused run directory is left as it was.
+
+Formats. A snapshot or a journal line of a newer format than this overnight's is refused with
+``NewerFormat`` (``overnight.store.versions``), never read as damage; a snapshot of an earlier
+format is read with its journal and then lifted to the current shape
+(``overnight.store.migrations``).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from overnight.core.errors import CheckpointCorrupt
 from overnight.core.state import RunState, StateDelta, apply_delta
 from overnight.store.checkpoint import Snapshot, SnapshotId, read_snapshot, write_snapshot
 from overnight.store.journal import Journal, read_journal
+from overnight.store.migrations import lift
 
 #: A state whose last size was below this is written whole at every save.
 WHOLE_BELOW = 32 * 1024
@@ -85,12 +91,23 @@ def load_run_state(checkpoint: Path) -> RunState | None:
                 continue  # compacted under our feet
             raise
         try:
-            state = RunState.model_validate(body)
+            state = RunState.model_validate(lift(body, snapshot.version))
         except ValidationError as exc:
             raise CheckpointCorrupt(f"checkpoint body does not fit the run state: {exc}") from exc
         state.mark_loaded(seq)
         return state
     raise CheckpointCorrupt("the checkpoint kept changing while it was read")
+
+
+def check_formats(checkpoint: Path, *journals: Path) -> None:
+    """Raise ``NewerFormat`` when the snapshot at ``checkpoint``, its journal or one of
+    ``journals`` was written in a format newer than this overnight's; any other fault is left
+    to the load to report. Reads only: called before a resume takes the run's lock."""
+    with contextlib.suppress(CheckpointCorrupt):
+        read_snapshot(checkpoint)
+    for path in (journal_path(checkpoint), *journals):
+        with contextlib.suppress(CheckpointCorrupt):
+            read_journal(path)
 
 
 def saved_at(checkpoint: Path) -> float | None:
