@@ -36,6 +36,18 @@ class Ran:
     """What the harness's reporter saw, for a command that runs pytest."""
 
 
+def ran_fields(ran: Ran, confine: Confinement | None) -> dict[str, object]:
+    """What the trace says of a command the harness ran."""
+    result = ran.result
+    return {
+        "exit_code": result.exit_code,
+        "timed_out": result.timed_out,
+        "cut_at_time_limit": ran.cut_at_time_limit,
+        "seconds": round(result.seconds, 3),
+        "sandboxed": confine is not None,
+    }
+
+
 class RunCheck(Protocol):
     """How the night runs a check: in ``cwd``, bounded by the time left (``clip``), sandboxed
     when ``confine`` is given; ``tests``: with the harness's reporter, ``complete``: as a

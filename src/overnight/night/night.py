@@ -34,7 +34,7 @@ from overnight.core.tasks import CommandRun, Task
 from overnight.core.text import clip
 from overnight.effects.ledger import UNSETTLED, render_done, render_unknown
 from overnight.night.candidate import Candidate
-from overnight.night.checkouts import Checkouts, NoTimeLeft, Ran, SetupFailed
+from overnight.night.checkouts import Checkouts, NoTimeLeft, Ran, SetupFailed, ran_fields
 from overnight.night.compose import NightParts
 from overnight.night.finish import (
     ClosingFacts,
@@ -375,16 +375,7 @@ class Night:
                 seconds=round(result.seconds, 3),
                 log=str(result.log_path) if result.log_path else None,
             )
-            self.trace.event(
-                "tool_call",
-                tool="command",
-                task=task.id,
-                exit_code=result.exit_code,
-                timed_out=result.timed_out,
-                cut_at_time_limit=ran.cut_at_time_limit,
-                seconds=round(result.seconds, 3),
-                sandboxed=confine is not None,
-            )
+            self.trace.event("tool_call", tool="command", task=task.id, **ran_fields(ran, confine))
             return "finished"
         if self.executor is None or self.gateway is None:
             self.trace.event("decision", decision="no_executor", task=task.id)

@@ -36,7 +36,7 @@ from overnight.core.state import PredicateRecord, RunState
 from overnight.core.suite import record_for
 from overnight.core.tasks import Task
 from overnight.core.text import clip
-from overnight.night.checkouts import NoTimeLeft, Ran, RunCheck, SetupFailed
+from overnight.night.checkouts import NoTimeLeft, Ran, RunCheck, SetupFailed, ran_fields
 from overnight.night.planner import verify_prefixes
 from overnight.night.testrun import runner_touches
 from overnight.night.worktree import Worktree
@@ -197,16 +197,7 @@ class Verdicts:
             tests=runs_pytest(command),
         )
         result = ran.result
-        self.trace.event(
-            "tool_call",
-            tool="verify",
-            task=task.id,
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            cut_at_time_limit=ran.cut_at_time_limit,
-            seconds=round(result.seconds, 3),
-            sandboxed=confine is not None,
-        )
+        self.trace.event("tool_call", tool="verify", task=task.id, **ran_fields(ran, confine))
         if ran.cut_at_time_limit:
             raise NoTimeLeft(
                 f"the verify of {task.id} was cut at the time limit after {result.seconds:.1f} s"
