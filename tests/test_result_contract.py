@@ -7,6 +7,7 @@ from pathlib import Path
 import jsonschema
 
 from overnight.cli.commands import main
+from overnight.core.endings import Stop
 from overnight.report.result import result_json_schema, shipped_schema
 from overnight.testing import ScriptedModel
 from tests.helpers.nights import command_task, git, make_spec, run_night
@@ -141,3 +142,45 @@ def test_the_loop_has_no_queue_condition() -> None:
         if re.search(r"while\s+(not\s+)?[\w.]*queue\b", p.read_text())
     ]
     assert offenders == []
+
+
+def _resume_continues(tmp_path: Path, stop: Stop, held: bool) -> tuple[bool, bool]:
+    """(what result.json says, whether ``overnight resume`` continues the run once the review
+    queue is resolved) for a run that ended with ``stop``, a task held or not."""
+    from overnight.core.endings import describe
+    from overnight.core.errors import ConfigError
+    from overnight.core.state import RunState
+    from overnight.core.tasks import ParkedTask, Task
+    from overnight.night.runs import _reopen
+    from overnight.store.rundir import RunDir, write_json_atomic
+
+    path = tmp_path / f"{stop.reason.replace(':', '-')}-{held}"
+    path.mkdir()
+    rd = RunDir(path)
+    resumable = describe(stop, held=held).resumable
+    write_json_atomic(rd.result, {"stop_reason": stop.reason, "resumable": resumable})
+    state = RunState(run_id="r", goal_text="g", goal_sha="s", branch="b", base_commit="c")
+    if held:
+        task = Task(id="t_1", title="t", brief="do it", verify="true")
+        state.parked.append(ParkedTask(task=task, reason="unknown outcome", held_for=["k"]))
+    try:
+        _reopen(rd, state, ["t_1"] if held else [])  # the review queue resolved
+    except ConfigError:
+        return resumable, False
+    return resumable, True
+
+
+def test_resumable_is_true_for_every_state_a_resume_continues(tmp_path: Path) -> None:
+    """Every ending (every cause of UNRECOVERABLE_ERROR), with a task held for a person's
+    answer or not: result.json says resumable exactly when a resume continues the run, for a
+    held task once the review queue is resolved."""
+    from overnight.core.endings import REOPENED_BY_REVIEW, RESUMABLE_BY_CAUSE, Ending, Stop
+
+    stops = [Stop(e, "x") for e in Ending if e is not Ending.UNRECOVERABLE_ERROR]
+    stops += [Stop(Ending.UNRECOVERABLE_ERROR, cause) for cause in RESUMABLE_BY_CAUSE]
+    for stop in stops:
+        for held in (False, True):
+            said, continues = _resume_continues(tmp_path, stop, held)
+            assert said == continues, (stop.reason, held)
+            if held and stop.ending in REOPENED_BY_REVIEW:
+                assert said, stop.reason  # whatever the ending's own table says

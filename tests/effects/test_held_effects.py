@@ -162,15 +162,18 @@ def test_a_verified_task_with_an_unknown_effect_is_held_until_a_person_resolves_
     assert list(tools.KEYS) == [effect["key"]]
 
     assert parked.held_for == [effect["key"]]
+    # result.json says resumable: a resume continues it once the review queue is resolved.
+    assert r.resumable and load_result(run)["resumable"] is True
     code, out = review(capsys, tmp_path / "runs", db, "--json")
     kinds = {i["id"]: i["kind"] for i in json.loads(out)}
     summaries = {i["id"]: i["summary"] for i in json.loads(out)}
     assert "refund_4471 wait(s) for are resolved" in summaries[f"run:{r.run_id}"]
+    assert kinds[f"run:{r.run_id}"] == "run waits for review"
     assert kinds[f"parked:{r.run_id}:refund_4471"] == "held for an effect of unknown outcome"
     assert kinds[f"effect:{effect['key']}"] == "effect of unknown outcome"
 
     # Not before a person has said what became of the effect.
-    with pytest.raises(ConfigError, match="not resumable") as refused:
+    with pytest.raises(ConfigError, match="not resumable until the review queue") as refused:
         resume_night(run, model=refund_model())
     assert "refund_4471" in refused.value.fix and "--happened" in refused.value.fix
     note = "the bank shows it" if found == "happened" else "nothing at the bank"

@@ -279,7 +279,7 @@ def stop_checks(
     if judged is None:
         checks.append(check("verdict", "stop", False, f"{r.stop_reason!r} is not an ending"))
         return checks, ours
-    v = describe(judged)
+    v = describe(judged, held=any(p.held_for for p in r.plan.parked))
     pairs = [
         ("ending", v.stop.ending.value, r.ending),
         ("status", v.outcome.value, r.status),

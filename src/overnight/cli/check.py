@@ -11,7 +11,6 @@ the spec names or the model cannot be asked.
 
 from __future__ import annotations
 
-import shlex
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +25,14 @@ from overnight.core.errors import ConfigError
 from overnight.core.text import printable
 from overnight.models.types import ModelRequest, ModelResponse
 from overnight.night import worktree as ws
-from overnight.night.preflight import check_model_reach, check_spec
+from overnight.night.preflight import (
+    check_model_reach,
+    check_programs,
+    check_spec,
+    command_path,
+    program_of,
+    tool_programs,
+)
 from overnight.night.runs import default_runs_root, new_run_id, sandbox_policy
 from overnight.night.startcheck import StartCheck, check_predicate
 from overnight.sandbox.policy import SandboxPolicy
@@ -36,11 +42,6 @@ EXIT_SPEC = 64
 EXIT_MACHINE = 3
 
 Status = Literal["ok", "failed", "skipped"]
-
-#: Words a shell runs itself: no program on PATH to look for.
-_SHELL_WORDS = frozenset(
-    {"cd", "exit", "export", "set", "source", ".", "exec", "eval", "[", "[[", "!", "{", "("}
-)
 
 
 @dataclass(frozen=True)
@@ -129,13 +130,13 @@ def _settings_and_model(spec: Spec, workspace_ok: bool) -> tuple[Outcome, Outcom
             Outcome("model", "skipped", "the workspace must pass first"),
         )
     try:
-        check_spec(spec)
+        check_spec(spec, programs=False)  # on the programs line
         check_telemetry(spec)
     except ConfigError as exc:
         if not exc.field.startswith("model"):
             return _failed("settings", exc), Outcome("model", "skipped", "settings failed")
         try:
-            check_spec(spec, model=_NoModel())
+            check_spec(spec, model=_NoModel(), programs=False)
             check_telemetry(spec)
         except ConfigError as again:
             return _failed("settings", again), Outcome("model", "skipped", "settings failed")
@@ -179,37 +180,18 @@ def _sandbox_line(spec: Spec, policy: SandboxPolicy) -> str:
     return f"mode {spec.sandbox.mode}: bubblewrap works; checked commands run in it"
 
 
-def _words(command: str) -> list[str]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    try:
-        return list(lexer)
-    except ValueError:
-        return []
-
-
-def _program(command: str) -> str | None:
-    """The program a shell command starts with (none for a path, or a word the shell runs
-    itself)."""
-    for word in _words(command):
-        if "=" in word and not word.startswith("="):
-            continue  # an assignment before the program
-        if word in _SHELL_WORDS or "/" in word or not word[0].isalnum():
-            return None
-        return word
-    return None
-
-
 def _named_programs(spec: Spec) -> Iterator[tuple[str, str]]:
     """Each program the spec names, with where it names it."""
+    for program, field, _need, _fix in tool_programs(spec):
+        yield program, field
     for prefix in spec.tools.commands:
-        if (p := _program(prefix)) is not None:
+        if (p := program_of(prefix)) is not None:
             yield p, "[tools] commands"
-    if (p := _program(spec.predicate.command)) is not None:
+    if (p := program_of(spec.predicate.command)) is not None:
         yield p, "[predicate] command"
     for task in spec.tasks:
         for field, command in (("command", task.command), ("verify", task.verify)):
-            if command is not None and (p := _program(command)) is not None:
+            if command is not None and (p := program_of(command)) is not None:
                 yield p, f"task {task.id} {field}"
     for server in spec.tools.mcp:
         if server.command and "/" not in server.command[0]:
@@ -219,12 +201,18 @@ def _named_programs(spec: Spec) -> Iterator[tuple[str, str]]:
 
 
 def _programs(spec: Spec) -> Outcome:
+    """What ``overnight run`` refuses (the programs the night's tools need: exit 64, as the
+    run would), then every program the spec names (missing: exit 3)."""
+    try:
+        check_programs(spec)
+    except ConfigError as exc:
+        return _failed("programs", exc)
     found: dict[str, str] = {}
     missing: dict[str, list[str]] = {}
     for program, where in _named_programs(spec):
         if program in found:
             continue
-        path = shutil.which(program)
+        path = shutil.which(program, path=command_path(spec))
         if path is None:
             missing.setdefault(program, []).append(where)
         else:

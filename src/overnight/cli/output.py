@@ -15,6 +15,7 @@ from rich.live import Live
 
 from overnight.cli.panel import render_panel
 from overnight.cli.status import read_status
+from overnight.core.endings import REOPENED_BY_REVIEW
 from overnight.core.text import clip, one_line, printable
 from overnight.night.events import Event, RunCreated
 from overnight.report.facts import spent_sentence
@@ -194,7 +195,14 @@ RAISE_FLAGS = {
 
 def resume_hint(run_dir: Path, result: TerminalResult) -> str:
     """How to continue: a run stopped by a budget ends the same way at once unless the
-    budget is raised, so the hint names the flag and a figure (twice the old limit)."""
+    budget is raised, so the hint names the flag and a figure (twice the old limit). A run with
+    a task held for a person's answer is resumable after the review queue is resolved."""
+    held = [p.id for p in result.plan.parked if p.held_for]
+    if held and result.ending in {e.value for e in REOPENED_BY_REVIEW}:
+        return (
+            f"after the review queue is resolved (`overnight review`: {', '.join(held)} "
+            f"wait(s) for a person), overnight resume {run_dir}"
+        )
     flag = RAISE_FLAGS.get(result.stop_reason)
     if flag is None:
         return f"overnight resume {run_dir}"

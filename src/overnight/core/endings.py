@@ -171,13 +171,21 @@ class Verdict:
     alert: str
 
 
-def describe(stop: Stop, classes: Mapping[Ending, Outcome] = CLASS) -> Verdict:
-    """Look a stop up in the tables. A stop the tables do not know is a ``TableError``."""
+def describe(
+    stop: Stop, classes: Mapping[Ending, Outcome] = CLASS, *, held: bool = False
+) -> Verdict:
+    """Look a stop up in the tables. A stop the tables do not know is a ``TableError``.
+
+    ``held``: a task of the run is parked for a person's answer about an effect of unknown
+    outcome. An ending of ``REOPENED_BY_REVIEW`` is then resumable whatever its table says:
+    once the review queue is resolved, a resume runs the task again."""
     if stop.ending not in classes:
         raise TableError(f"unclassified stop: {stop.ending}")
     resumable = RESUMABLE[stop.ending]
     if resumable is None:
         resumable = RESUMABLE_BY_CAUSE.get(stop.detail, False)
+    if held and stop.ending in REOPENED_BY_REVIEW:
+        resumable = True
     return Verdict(
         stop=stop,
         outcome=classes[stop.ending],

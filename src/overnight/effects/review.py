@@ -110,15 +110,17 @@ def items_of(rd: RunDir, ledger: EffectStore | None = None) -> list[ReviewItem]:
         )
 
     items: list[ReviewItem] = []
-    if result and not result.get("resumable") and result.get("status") != "SUCCESS":
+    held = [str(p["id"]) for p in plan.get("parked") or [] if p.get("held_for")]
+    ending = str(result.get("stop_reason", "")).split(":", 1)[0]
+    if result and held and ending in REOPENED_BY_REVIEW:
+        # resumable (result.json says so), but only after the review queue is resolved
+        why = (
+            f"{result.get('stop_reason')}: {result.get('message')} (once the effects "
+            f"{', '.join(held)} wait(s) for are resolved, `overnight resume` runs it again)"
+        )
+        items.append(item(f"run:{run_id}", "run waits for review", why))
+    elif result and not result.get("resumable") and result.get("status") != "SUCCESS":
         why = f"{result.get('stop_reason')}: {result.get('message')}"
-        held = [str(p["id"]) for p in plan.get("parked") or [] if p.get("held_for")]
-        ending = str(result.get("stop_reason", "")).split(":", 1)[0]
-        if held and ending in REOPENED_BY_REVIEW:
-            why += (
-                f" (once the effects {', '.join(held)} wait(s) for are resolved, `overnight "
-                "resume` runs it again)"
-            )
         items.append(item(f"run:{run_id}", "run not resumable", why))
     for p in plan.get("parked") or []:
         kind = "partially applied" if "partially applied" in p.get("reason", "") else "parked"

@@ -224,7 +224,7 @@ def closing_summary(
 
 def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> TerminalResult:
     s = f.state
-    verdict = describe(stop)
+    verdict = describe(stop, held=any(p.held_for for p in s.parked))
     end = f.budgets_end
     b = f.budgets_at_stop
     try:

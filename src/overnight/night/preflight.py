@@ -1,6 +1,7 @@
 """The checks a night passes before anything is written: the repository, the spec's own
-consistency, the sandbox (probed), the model's settings, credentials and targets, the tools of
-its MCP servers (started and listed), and, once, just before the night starts, whether its
+consistency, the sandbox (probed), the programs the night's tools need (on PATH as the sandbox
+sees it), the model's settings, credentials and targets, the tools of its MCP servers (started
+and listed), and, once, just before the night starts, whether its
 model can be reached (``check_model_reach``).
 
 Each failure is a ``ConfigError`` naming the field and the fix (``overnight run`` exits 64).
@@ -8,6 +9,8 @@ Each failure is a ``ConfigError`` naming the field and the fix (``overnight run`
 
 from __future__ import annotations
 
+import shlex
+import shutil
 from pathlib import Path
 
 from overnight.config.spec import FIXES, Spec, check_model_settings, spec_import_path
@@ -17,6 +20,7 @@ from overnight.models.reach import check_reach
 from overnight.models.seam import python_model
 from overnight.night.compose import load_executor
 from overnight.night.worktree import check_repository, git_common_dir
+from overnight.sandbox.bwrap import sandbox_env
 from overnight.sandbox.policy import check_paths, make_sandbox
 from overnight.seams import ModelClient, TaskExecutor
 from overnight.store.rundir import overnight_home
@@ -24,12 +28,17 @@ from overnight.tools.mcp import check_servers
 
 
 def check_spec(
-    spec: Spec, *, model: ModelClient | None = None, executor: TaskExecutor | None = None
+    spec: Spec,
+    *,
+    model: ModelClient | None = None,
+    executor: TaskExecutor | None = None,
+    programs: bool = True,
 ) -> None:
     """Everything that can be known before a run starts, and fails it if wrong: a
     ``ConfigError`` naming the field and the fix, before anything is written. A ``model`` or
     ``executor`` handed in by the caller replaces the spec's, whose targets and credentials
-    are then not checked."""
+    are then not checked. ``programs``: also ``check_programs`` (``overnight check`` reports
+    it on a line of its own)."""
 
     check_repository(spec.workspace_path())
     ids = [t.id for t in spec.tasks]
@@ -68,6 +77,8 @@ def check_spec(
                 "put the effects ledger outside the repository",
             )
     check_sandbox(spec)
+    if programs:
+        check_programs(spec, executor=executor)
     mechanical = spec.agent.mechanical_model
     if mechanical is not None:
         try:
@@ -93,6 +104,82 @@ def check_spec(
             load_executor(spec.executor.target)
     if spec.tools.mcp:
         check_mcp(spec)
+
+
+#: Words a shell runs itself: no program on PATH to look for.
+SHELL_WORDS = frozenset(
+    {"cd", "exit", "export", "set", "source", ".", "exec", "eval", "[", "[[", "!", "{", "("}
+)
+
+
+def program_of(command: str) -> str | None:
+    """The program a shell command starts with (none for a path, or a word the shell runs
+    itself)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        words = list(lexer)
+    except ValueError:
+        return None
+    for word in words:
+        if "=" in word and not word.startswith("="):
+            continue  # an assignment before the program
+        if word in SHELL_WORDS or "/" in word or not word[0].isalnum():
+            return None
+        return word
+    return None
+
+
+def command_path(spec: Spec) -> str:
+    """The PATH a command of the night sees: the sandbox's (an allowlisted environment), which
+    is also what an unsandboxed command is given."""
+    return sandbox_env(spec.sandbox)["PATH"]
+
+
+def tool_programs(
+    spec: Spec, *, executor: TaskExecutor | None = None
+) -> list[tuple[str, str, str, str]]:
+    """The programs the night's tools need, each with the field that needs it, what for, and
+    how to make it right: ripgrep for ``search_text`` (when the built-in agent works), and the
+    program of each ``[tools] commands`` prefix (when an agent works: ``run_command``, and the
+    verify of a planned task). bubblewrap is the sandbox's check (``check_sandbox``)."""
+    if not spec.may_run_agents():
+        return []
+    out: list[tuple[str, str, str, str]] = []
+    built_in_agent = executor is None and spec.executor is None
+    if built_in_agent and "search_text" in spec.tools.allow:
+        out.append(
+            (
+                "rg",
+                "tools.allow",
+                "search_text runs ripgrep",
+                "install it (Debian and Ubuntu: apt-get install "
+                "ripgrep), or remove search_text from [tools] allow",
+            )
+        )
+    for prefix in spec.tools.commands:
+        program = program_of(prefix)
+        if program is not None:
+            out.append(
+                (
+                    program,
+                    "tools.commands",
+                    f"the command prefix {prefix!r} runs it",
+                    f"install {program} (or put its directory on PATH), or remove {prefix!r} "
+                    "from [tools] commands",
+                )
+            )
+    return out
+
+
+def check_programs(spec: Spec, *, executor: TaskExecutor | None = None) -> None:
+    """Every program the night's tools need is on PATH as a command of the night sees it:
+    a ``ConfigError`` naming the field, the program and how to install it otherwise (today's
+    alternative: the model finds out at its first search, in the middle of the night)."""
+    path = command_path(spec)
+    for program, field, need, fix in tool_programs(spec, executor=executor):
+        if shutil.which(program, path=path) is None:
+            raise ConfigError(field, f"{program} is not on PATH ({need}; PATH={path})", fix)
 
 
 def check_model_reach(spec: Spec, *, model: ModelClient | None = None) -> list[str]:

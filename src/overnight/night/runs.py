@@ -402,27 +402,28 @@ def _reviewed(spec: Spec, rd: RunDir, state: RunState, shared: Shared | None) ->
 
 
 def _reopen(rd: RunDir, state: RunState, reviewed: list[str] | None = None) -> None:
-    """Resume a run that ended: only if its ending says resumable, or when a person has
-    resolved what a held task waited for (``reviewed``) and its ending was for want of it."""
+    """Resume a run that ended: only if its ending says resumable, or, when a task was held
+    for a person's answer and the ending was for want of it, once a person has resolved what
+    a held task waited for (``reviewed``): such a result says resumable, meaning after the
+    review queue is resolved."""
     prior: dict[str, Any] = read_json(rd.result) if rd.result.exists() else {}
     ending = str(prior.get("stop_reason", "")).split(":", 1)[0]
-    if (
-        prior
-        and not prior.get("resumable", False)
-        and not (reviewed and ending in REOPENED_BY_REVIEW)
-    ):
-        held = [p.task.id for p in state.parked if p.held_for]
-        hint = "read its report, change the spec, and start a new run"
-        if held and ending in REOPENED_BY_REVIEW:
-            hint = (
-                f"{', '.join(held)} wait(s) for a person: resolve their effects with `overnight "
-                "review resolve effect:KEY --happened|--not-happened --note ...`, then resume"
-            )
+    held = [p.task.id for p in state.parked if p.held_for]
+    waits = bool(held) and ending in REOPENED_BY_REVIEW
+    if prior and waits and not reviewed:
+        raise ConfigError(
+            "RUN_DIR",
+            f"this run ended {prior.get('stop_reason')}, which is not resumable until the "
+            f"review queue is resolved: {', '.join(held)} wait(s) for a person",
+            f"resolve the effects {', '.join(held)} wait(s) for with `overnight review "
+            "resolve effect:KEY --happened|--not-happened --note ...`, then resume",
+        )
+    if prior and not waits and not prior.get("resumable", False):
         raise ConfigError(
             "RUN_DIR",
             f"this run ended {prior.get('stop_reason')}, which is not resumable "
             "(the same inputs would end the same way)",
-            hint,
+            "read its report, change the spec, and start a new run",
         )
     _archive_result(rd)
     state.stopped_reason = None
