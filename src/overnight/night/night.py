@@ -44,7 +44,7 @@ from overnight.night.finish import (
 )
 from overnight.night.planner import Planner
 from overnight.night.signals import Signals
-from overnight.night.testrun import Reporter, check_env, confined, pytest_evidence
+from overnight.night.testrun import Reporter, confined, placed, pytest_evidence
 from overnight.night.verdict import Screen, Verdicts
 from overnight.night.worktree import remove_worktree
 from overnight.process import (
@@ -53,7 +53,6 @@ from overnight.process import (
     end_orphaned_group,
     process_identity,
     run_command,
-    scrubbed_env,
 )
 from overnight.report.result import TerminalResult
 from overnight.seams import EffectRow, ExecContext
@@ -475,11 +474,7 @@ class Night:
         confine: Confinement | None,
         reporter: Reporter | None,
     ) -> CommandResult:
-        env = None
-        if confine is not None:
-            confine = confined(confine, [cwd], reporter)
-        else:
-            env = check_env(scrubbed_env(), [cwd], reporter)
+        confine, env = placed(confine, [cwd], reporter)
         try:
             return run_command(
                 command,

@@ -26,9 +26,9 @@ from overnight.core.resume import cannot_run_reason, runs_pytest
 from overnight.core.state import PredicateRecord
 from overnight.night import worktree as ws
 from overnight.night.checkouts import Ran
-from overnight.night.testrun import check_env, confined, pytest_evidence
+from overnight.night.testrun import placed, pytest_evidence
 from overnight.night.verdict import judged_predicate
-from overnight.process import CommandResult, Confinement, run_command, scrubbed_env
+from overnight.process import CommandResult, Confinement, run_command
 from overnight.sandbox.policy import SandboxPolicy
 
 #: Entries of the user's checkout that are caches, never a reason for a different outcome.
@@ -155,15 +155,7 @@ def _set_up(spec: Spec, policy: SandboxPolicy, where: Path, commit: str) -> None
     command = spec.predicate.setup
     if command is None:
         return
-    confine: Confinement | None = policy.confinement(agent_worked=False)
-    env = None
-    if confine is not None:
-        confine = confined(confine, [where])
-    else:
-        env = check_env(scrubbed_env(), [where])
-    result = run_command(
-        command, cwd=where, timeout_s=spec.predicate.setup_timeout_s, env=env, confine=confine
-    )
+    result = _run(spec, policy, command, where, spec.predicate.setup_timeout_s).result
     if result.exit_code == 0 and not result.timed_out:
         return
     said = "timed out" if result.timed_out else f"exit {result.exit_code}"
@@ -262,11 +254,7 @@ def _run(
     with reporter or contextlib.nullcontext() as evidence:
         if evidence is not None and user_checkout:
             evidence.plugins = (*evidence.plugins, "no:cacheprovider")
-        env = None
-        if confine is not None:
-            confine = confined(confine, [where], evidence, extra)
-        else:
-            env = check_env(scrubbed_env(), [where], evidence, extra)
+        confine, env = placed(confine, [where], evidence, extra)
         result = run_command(
             command,
             cwd=where,

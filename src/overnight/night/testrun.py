@@ -162,6 +162,20 @@ def check_env(
     return env
 
 
+def placed(
+    confine: Confinement | None,
+    roots: Sequence[Path],
+    evidence: Reporter | None = None,
+    extra: Mapping[str, str] | None = None,
+) -> tuple[Confinement | None, dict[str, str] | None]:
+    """How a check runs in ``roots``: ``confine`` with the additions of ``check_env`` when
+    sandboxed, else the scrubbed environment with them (``(confinement, None)`` or
+    ``(None, env)``)."""
+    if confine is not None:
+        return confined(confine, roots, evidence, extra), None
+    return None, check_env(scrubbed_env(), roots, evidence, extra)
+
+
 @dataclass(frozen=True)
 class WithAdditions:
     """A confinement whose commands also get ``env`` and see ``files`` (read-only)."""
