@@ -137,3 +137,24 @@ def test_the_note_says_what_the_harness_reads_and_what_the_night_will_not_see(
     (repo / "notes.txt").unlink()
     only_read = uncommitted_note(load_spec(spec_path), spec_path)
     assert only_read is not None and "will not see" not in only_read
+
+
+def test_a_cli_agents_events_are_progress_lines_and_its_own_cost_is_its_word() -> None:
+    from overnight.cli.output import progress_line
+    from overnight.night.events import event_of
+
+    def line(**fields: object) -> str | None:
+        base = {"kind": "cli_event", "t": 75.0, "task": "fix", "cli": "claude-code"}
+        return progress_line(event_of({**base, **fields}))
+
+    assert line(event="start", version="2.1.332", model="m") == (
+        "[00:01:15]   fix: claude-code 2.1.332 started (model m)"
+    )
+    assert line(event="tool_call", tool="Edit") == "[00:01:15]   fix: claude-code Edit"
+    assert line(event="turn", turn=3) == "[00:01:15]   fix: claude-code turn 3"
+    end = line(event="end", status="finished", calls=4, harness_usd=0.25, cli_reported_cost_usd=0.5)
+    assert end == (
+        "[00:01:15]   fix: claude-code ended finished after 4 metered call(s), $0.2500 "
+        "(it says $0.5000)"
+    )
+    assert line(event="tool_result", error=False) is None

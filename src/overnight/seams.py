@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from overnight.core.budget import Band
-from overnight.core.tasks import Task
+from overnight.core.tasks import CommandRun, Task
 from overnight.models.types import ModelRequest, ModelResponse, ToolSpec
 
 if TYPE_CHECKING:
@@ -275,6 +275,32 @@ class EffectStore(Protocol):
 
 
 @dataclass(frozen=True)
+class ModelAccess:
+    """A CLI agent's way to its model for one task: the harness's metering proxy, listening on
+    a unix socket on this machine, and a one-time token it admits. The provider's key never
+    leaves the harness; every call through the proxy is held against the budgets before it is
+    forwarded and booked after."""
+
+    socket: Path
+    """The proxy's unix socket (bind it into the sandbox; a bridge there serves TCP)."""
+    token: str
+    """What the CLI presents as its API key; admitted until ``revoke``."""
+    api: str
+    """The API the proxy serves to this token: ``anthropic``, ``openai-chat``,
+    ``openai-responses``."""
+    model: str
+    """The model the CLI is to ask for."""
+    revoke: Callable[[], None]
+    """End the token: every later request with it is refused unforwarded."""
+    refused: Callable[[], str | None]
+    """Why the proxy refused a call of this token (the budget), once it has; None before."""
+    calls: Callable[[], int]
+    """Requests forwarded for this token so far."""
+    booked_usd: Callable[[], float] = field(default=lambda: 0.0)
+    """What the night booked for this token's requests so far (the harness's figure)."""
+
+
+@dataclass(frozen=True)
 class ExecContext:
     workdir: Path
     """The run's worktree: the only directory the executor may change."""
@@ -313,6 +339,15 @@ class ExecContext:
     """The sandbox for a command the executor runs in the worktree."""
     trace_context: Callable[[str], dict[str, str]] = field(default=lambda _tool: {})
     """What a tool call's context carries as ``trace_context`` (see ``ToolContext``)."""
+    model_access: Callable[[str], ModelAccess] | None = None
+    """For a CLI agent: a grant of the metering proxy for this task, serving the named API
+    (revoke it when the task's run ends); None when the night has no proxy."""
+    task_log: Path | None = None
+    """Where the executor keeps what the task's run printed (an artifact, by path)."""
+    run_shell: Callable[[str, float, str], CommandRun] | None = None
+    """Run a shell command in the worktree, sandboxed as the night's commands are, within a
+    timeout, its whole output kept in a log named from the stem (command, timeout_s,
+    log_stem); None where the night gives none."""
 
 
 @dataclass(frozen=True)
@@ -322,6 +357,8 @@ class ExecResult:
     artifacts: list[str] = field(default_factory=list)
     lessons: list[str] = field(default_factory=list)
     """Specific, falsifiable one-line lessons for later tasks."""
+    command: CommandRun | None = None
+    """What the command of a command task did (``run_shell``'s record)."""
 
 
 @runtime_checkable
@@ -340,6 +377,7 @@ __all__ = [
     "EffectStore",
     "ExecContext",
     "ExecResult",
+    "ModelAccess",
     "ModelClient",
     "TaskExecutor",
     "Tool",

@@ -25,6 +25,26 @@ from overnight.report.result import TerminalResult
 PANEL_REDRAW_S = 0.25
 
 
+def _cli_line(stamp: str, e: Event) -> str | None:
+    """A CLI agent's own events: its start, tool calls, turns and end (what it says of its
+    success and cost is shown as its own word, never as the verdict)."""
+    f = e.field
+    who, what = f"{f('task')}: {f('cli')}", f("event")
+    if what == "start":
+        return f"{stamp}   {who} {f('version') or ''} started (model {f('model')})"
+    if what == "tool_call":
+        return f"{stamp}   {who} {f('tool')}"
+    if what == "turn":
+        return f"{stamp}   {who} turn {f('turn')}"
+    if what == "end":
+        own, booked = f("cli_reported_cost_usd"), f("harness_usd")
+        cost = f", ${float(booked):.4f}" if isinstance(booked, int | float) else ""
+        said = f" (it says ${float(own):.4f})" if isinstance(own, int | float) else ""
+        calls = f"{f('calls')} metered call(s){cost}{said}"
+        return f"{stamp}   {who} ended {f('status')} after {calls}"
+    return None
+
+
 def progress_line(e: Event) -> str | None:
     """One line for an event worth a line, or None."""
     t = e.t
@@ -58,6 +78,8 @@ def progress_line(e: Event) -> str | None:
     if kind == "tool_call" and f("tool") not in ("predicate", "verify", "command", "executor"):
         failed = " (error)" if f("error") else ""
         return f"{stamp}   {f('task')}: {f('tool')}{failed}"
+    if kind == "cli_event":
+        return _cli_line(stamp, e)
     if kind == "cache_warning":
         return f"{stamp} cache: {f('detail')}"
     if kind == "tool_call" and f("tool") == "predicate":

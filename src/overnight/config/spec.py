@@ -205,9 +205,89 @@ class ModelSpec(_Strict):
         return self._script
 
 
+#: Who carries out a night's agent tasks (``[executor] kind``).
+ExecutorKind = Literal["agent", "claude-code", "codex", "command", "python"]
+#: The HTTP API a CLI agent speaks to its model, through the harness's metering proxy.
+CliApi = Literal["anthropic", "openai-chat", "openai-responses"]
+
+
 class ExecutorSpec(_Strict):
-    target: str
-    """``module:attr`` of an object with ``execute(task, context)`` that carries out agent tasks."""
+    kind: ExecutorKind = "agent"
+    """Who carries out agent tasks: ``agent`` (the built-in one), ``claude-code`` (Claude
+    Code's ``claude -p``), ``codex`` (OpenAI's ``codex exec``), ``command`` (any CLI agent,
+    ``command`` below) or ``python`` (a ``TaskExecutor`` named by ``target``). A spec with
+    ``target`` and no ``kind`` means ``python``. Whatever the kind, the harness's verify and
+    goal predicate judge the work."""
+    target: str | None = None
+    """For ``python`` only: ``module:attr`` of an object with ``execute(task, context)``."""
+    path: str | None = Field(default=None, min_length=1)
+    """For a CLI: its executable, relative to the spec's directory unless absolute (e.g.
+    ``node_modules/.bin/claude``); None: found on ``PATH``."""
+    model: str | None = Field(default=None, min_length=1)
+    """For a CLI: the model it asks for, priced like ``[model] name`` (``[prices.NAME]``, else
+    the genai-prices data). None: ``[model] name``."""
+    max_turns: int = Field(default=40, gt=0, le=10_000)
+    """For a CLI: its turns per task (model calls with tool use), where it takes a limit."""
+    tools: list[str] | None = None
+    """For a CLI: the tools it may use, in its own names (Claude Code: ``["Read", "Edit",
+    "Bash"]``). None: the CLI's tools for reading, editing and running commands."""
+    instructions: str = ""
+    """For a CLI: extra instructions added to every task's prompt."""
+    command: list[str] | None = None
+    """For ``command`` only: the CLI's command line, one word per item. A word
+    ``{prompt}`` is replaced by the task's prompt, ``{model}`` by the model; without
+    ``{prompt}`` the prompt is written to its standard input."""
+    api: CliApi | None = None
+    """For ``command`` only: the API its model speaks through the proxy (``anthropic``,
+    ``openai-chat``, ``openai-responses``); its base URL and token arrive in
+    ``ANTHROPIC_BASE_URL``/``ANTHROPIC_API_KEY`` or ``OPENAI_BASE_URL``/``OPENAI_API_KEY``
+    (and ``OVERNIGHT_MODEL_BASE_URL``/``OVERNIGHT_MODEL_TOKEN``)."""
+    timeout_s: float | None = Field(default=None, gt=0)
+    """For a CLI: seconds one task's run may take before its process group is ended. None:
+    the task's ``timeout_s``."""
+    task_usd: float | None = Field(default=None, gt=0, le=MAX_USD)
+    """For a CLI: the most one attempt at a task may spend on model calls, held and booked;
+    a request past it is refused unforwarded. None: the night's budget alone."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _python_by_target(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "target" in data and "kind" not in data:
+            return {**data, "kind": "python"}
+        return data
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> ExecutorSpec:
+        if self.kind == "python" and self.target is None:
+            raise ValueError('kind = "python" needs target = "module:attr"')
+        if self.kind != "python" and self.target is not None:
+            raise ValueError('target is for kind = "python" only')
+        if self.kind == "command" and not self.command:
+            raise ValueError(
+                'kind = "command" needs command = ["mini", "-t", "{prompt}", ...] (its '
+                "command line) and api (the API its model speaks)"
+            )
+        if self.kind == "command" and self.api is None:
+            raise ValueError(
+                'kind = "command" needs api = "anthropic", "openai-chat" or "openai-responses"'
+            )
+        if self.kind != "command" and (self.command is not None or self.api is not None):
+            raise ValueError('command and api are for kind = "command" only')
+        return self
+
+    @property
+    def is_cli(self) -> bool:
+        """A CLI agent: its model calls go through the metering proxy."""
+        return self.kind in ("claude-code", "codex", "command")
+
+    def cli_api(self) -> CliApi:
+        """The API the CLI's model speaks."""
+        if self.kind == "claude-code":
+            return "anthropic"
+        if self.kind == "codex":
+            return "openai-responses"
+        assert self.api is not None
+        return self.api
 
 
 class PriceSpec(_Strict):
@@ -376,6 +456,13 @@ class Spec(_Strict):
             for name in (self.model.name, self.agent.mechanical_model):
                 if name is not None and name not in table:
                     table[name] = price_for(name, self.model.provider, table)
+        cli = self.executor
+        if cli is not None and cli.is_cli and cli.model is not None and cli.model not in table:
+            provider = "anthropic" if cli.cli_api() == "anthropic" else "openai"
+            try:
+                table[cli.model] = price_for(cli.model, provider, table)
+            except ConfigError as exc:
+                raise ConfigError("executor.model", exc.problem, exc.fix) from None
         return PriceTable(table)
 
     def seed_tasks(self) -> list[Task]:

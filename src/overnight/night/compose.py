@@ -21,10 +21,12 @@ from overnight.effects.store import SqliteEffectStore
 from overnight.models.gateway import ModelGateway, spend_totals
 from overnight.models.providers import build_client
 from overnight.models.seam import import_roots, resolve_target
+from overnight.night.executors import TaskExecutors
 from overnight.night.outage import OutageBoard
 from overnight.night.signals import Signals, sleep_until_stopped
 from overnight.night.timer import RunTimer
 from overnight.night.worktree import Worktree
+from overnight.proxy.access import NightProxy
 from overnight.sandbox.policy import SandboxPolicy
 from overnight.seams import (
     Clock,
@@ -98,7 +100,7 @@ class NightParts:
     spend: Journal
     trace: Trace
     gateway: ModelGateway | None
-    executor: TaskExecutor | None
+    executors: TaskExecutors
     effects: EffectStore
     sandbox: SandboxPolicy
     worktree: Worktree
@@ -106,6 +108,8 @@ class NightParts:
     """Where the spans take prompts and tool results from (``[telemetry] content``)."""
     fence: Fence = field(default_factory=NoFence)
     """Asked before every write that matters (``Shared.fence``; none on one machine)."""
+    proxy: NightProxy | None = None
+    """The metering proxy a CLI agent reaches its model through; None for other executors."""
 
 
 def compose(
@@ -157,8 +161,17 @@ def compose(
             )
             names = placeholders(run_dir.path, spec.workspace_path(), state.run_id, state.branch)
             gateway.answers = AnswerRecorder(run_dir.path / ANSWERS_FILE, names)
-        if executor is None and spec.executor is not None:
-            executor = load_executor(spec.executor.target)
+        proxy: NightProxy | None = None
+        chosen = spec.executor
+        if executor is None and chosen is not None and chosen.target is not None:
+            executor = load_executor(chosen.target)
+        elif executor is None and chosen is not None and chosen.is_cli and gateway is not None:
+            assert spec.model is not None
+            model_name = chosen.model or spec.model.name
+            proxy = NightProxy(gateway, model=model_name, task_usd=chosen.task_usd)
+            from overnight.executors import cli_executor  # node CLIs are an optional part
+
+            executor = cli_executor(chosen, goal=spec.goal, base_dir=Path(spec.base_dir))
         if executor is None and gateway is not None:
             toolbox = Toolbox.from_spec(
                 spec.tools,
@@ -173,7 +186,8 @@ def compose(
         spend=spend,
         trace=trace,
         gateway=gateway,
-        executor=executor,
+        executors=TaskExecutors(agent=executor if gateway is not None else None),
+        proxy=proxy,
         effects=shared.effects or open_effects(spec, run_dir.path),
         sandbox=policy,
         worktree=Worktree(

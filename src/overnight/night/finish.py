@@ -43,7 +43,9 @@ from overnight.report.result import (
     Branch,
     BudgetBlock,
     Budgets,
+    CliAttempt,
     DriftPoint,
+    ExecutorBlock,
     GoalBlock,
     ParkedEntry,
     Plan,
@@ -58,7 +60,7 @@ from overnight.report.result import (
     Wrapup,
 )
 from overnight.sandbox.identity import Identity
-from overnight.store.journal import read_journal
+from overnight.store.journal import read_intact_records, read_journal
 from overnight.store.rundir import RunDir, write_json_atomic
 from overnight.store.trace import redact, secret_values
 
@@ -363,6 +365,41 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
             ran_as_root=f.sandbox_identity is not None and f.sandbox_identity.as_root,
             root_reason="" if f.sandbox_identity is None else f.sandbox_identity.note,
         ),
+        executor=cli_account(f.trace_ref),
+    )
+
+
+def cli_account(trace: Path) -> ExecutorBlock | None:
+    """The CLI agent's attempts, read from its ``cli_event`` records in the trace (every
+    process of the run); None when no CLI ran."""
+    started: dict[str, Any] | None = None
+    attempts: list[CliAttempt] = []
+    for e in read_intact_records(trace):
+        if e.get("kind") != "cli_event":
+            continue
+        if e.get("event") == "start" and started is None:
+            started = e
+        elif e.get("event") == "end":
+            own = e.get("cli_reported_cost_usd")
+            said = e.get("cli_success")
+            attempts.append(
+                CliAttempt(
+                    task=str(e.get("task", "")),
+                    status=str(e.get("status", "")),
+                    calls=int(e.get("calls") or 0),
+                    booked_usd=float(e.get("harness_usd") or 0.0),
+                    cli_success=said if isinstance(said, bool) else None,
+                    cli_reported_usd=float(own) if isinstance(own, int | float) else None,
+                    log=str(e.get("log", "")),
+                )
+            )
+    if started is None:
+        return None
+    return ExecutorBlock(
+        kind=str(started.get("cli", "")),
+        program=str(started.get("program", "")),
+        version=str(started.get("version", "")),
+        attempts=attempts,
     )
 
 

@@ -26,13 +26,14 @@ from overnight.core.budget import (
 )
 from overnight.core.candidate import park_reason
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
-from overnight.core.errors import Interrupted
+from overnight.core.errors import BudgetRefused, Interrupted
 from overnight.core.goal import Goal
 from overnight.core.resume import VerifyOutcome
 from overnight.core.state import RunState, cannot_run_reason_text
 from overnight.core.tasks import CommandRun, Task
 from overnight.core.text import clip
 from overnight.effects.ledger import UNSETTLED, render_done, render_unknown
+from overnight.models.types import ModelRequest, ModelResponse
 from overnight.night.candidate import Candidate
 from overnight.night.checkouts import Checkouts, NoTimeLeft, Ran, SetupFailed, ran_fields
 from overnight.night.compose import NightParts
@@ -59,6 +60,10 @@ from overnight.seams import EffectRow, ExecContext
 from overnight.store.atomic import private_dir
 from overnight.store.run_state import RunStateStore
 from overnight.store.rundir import RunDir
+
+
+def _no_model(request: ModelRequest) -> ModelResponse:
+    raise RuntimeError("this night has no model: a command task cannot call one")
 
 
 def task_marker(task_id: str) -> str:
@@ -92,7 +97,8 @@ class Night:
         self.spend_journal = parts.spend
         self.trace = parts.trace
         self.gateway = parts.gateway
-        self.executor = parts.executor
+        self.executors = parts.executors
+        self.proxy = parts.proxy
         self.effects = parts.effects
         self.worktree = parts.worktree
         self.fence = parts.fence
@@ -353,57 +359,17 @@ class Night:
     # -- the steps of a lap ----------------------------------------------------------------
 
     def execute(self, task: Task, attempt: int, earlier: str = "") -> str:
-        """Carry the task out; return what the executor reported (``finished`` for commands).
-        A command task's command is kept in ``last_command``."""
+        """Carry the task out with its executor (``TaskExecutors``); return what the executor
+        reported. A command task's command is kept in ``last_command``."""
         self.last_command = None
-        if task.command is not None:
-            confine = self.confinement()
-            ran = self.run(
-                task.command,
-                task.timeout_s,
-                self.log_name(f"{task.id}.{attempt}"),
-                clip=True,
-                cwd=self.run_dir.worktree,
-                confine=confine,
-            )
-            result = ran.result
-            self.last_command = CommandRun(
-                exit_code=result.exit_code,
-                timed_out=result.timed_out,
-                timeout_s=round(ran.timeout_s, 3),
-                seconds=round(result.seconds, 3),
-                log=str(result.log_path) if result.log_path else None,
-            )
-            self.trace.event("tool_call", tool="command", task=task.id, **ran_fields(ran, confine))
-            return "finished"
-        if self.executor is None or self.gateway is None:
+        executor = self.executors.for_task(task)
+        if executor is None:
             self.trace.event("decision", decision="no_executor", task=task.id)
             return "gave_up"
-        gateway = self.gateway
-        model_name = self.spec.model.name if self.spec.model else ""
-        ctx = ExecContext(
-            workdir=self.run_dir.worktree,
-            artifacts=self.run_dir.artifacts,
-            model=model_name,
-            attempt=attempt,
-            call_model=gateway.call,
-            stop_requested=self.signals.check,
-            budget_band=gateway.band,
-            seconds_left=self.seconds_left,
-            now=self.seconds_used,
-            note=lambda kind, fields: self.trace.event(kind, **fields),
-            lessons=list(self.state.lessons),
-            earlier="\n\n".join(x for x in (self.effects_done(task), earlier) if x),
-            run_id=self.state.run_id,
-            effects=self.effects,
-            on_refused=self.state.refused_effects.append,
-            tokens_affordable=self.tokens_affordable,
-            sleep=self.clock.sleep,
-            protected=self.verdicts.protection.rule_for,
-            confine=self.tool_confinement,
-            trace_context=self.trace_context,
-        )
-        outcome = self.executor.execute(task, ctx)
+        outcome = executor.execute(task, self.exec_context(task, attempt, earlier))
+        if outcome.command is not None:
+            self.last_command = outcome.command
+            return outcome.status
         self.trace.event(
             "tool_call",
             tool="executor",
@@ -414,7 +380,73 @@ class Night:
         self.state.add_lessons(outcome.lessons)
         if self.signals.requested:
             raise Interrupted(self.signals.requested)
+        if self.ledger.blocked is not None:
+            # A call of the executor's was refused at a budget line (a CLI's, through the
+            # proxy): the lap ends as when the built-in agent's call is refused, the task in
+            # flight for a resume with a raised budget to judge.
+            raise self.refusal(self.ledger.blocked)
         return outcome.status
+
+    def refusal(self, budget: str) -> BudgetRefused:
+        """The refusal the ledger's ``blocked`` flag stands for."""
+        led = self.ledger
+        if budget == "tokens":
+            reached = led.refused_at.get(TOKENS, 0.0)
+            return BudgetRefused(budget, reached, float(led.limit_tokens or 0), unit="tokens")
+        reached = led.refused_at.get(FLEET_MONEY if budget == FLEET_MONEY else MONEY, 0.0)
+        return BudgetRefused(budget, reached, led.limit_usd)
+
+    def exec_context(self, task: Task, attempt: int, earlier: str) -> ExecContext:
+        """What an executor is given for one attempt at ``task``."""
+        gateway = self.gateway
+        return ExecContext(
+            workdir=self.run_dir.worktree,
+            artifacts=self.run_dir.artifacts,
+            model=self.spec.model.name if self.spec.model else "",
+            attempt=attempt,
+            call_model=gateway.call if gateway is not None else _no_model,
+            stop_requested=self.signals.check,
+            budget_band=gateway.band if gateway is not None else lambda: "free",
+            seconds_left=self.seconds_left,
+            now=self.seconds_used,
+            note=lambda kind, fields: self.trace.event(kind, **{"task": task.id, **fields}),
+            lessons=list(self.state.lessons),
+            earlier="\n\n".join(x for x in (self.effects_done(task), earlier) if x),
+            run_id=self.state.run_id,
+            effects=self.effects,
+            on_refused=self.state.refused_effects.append,
+            tokens_affordable=self.tokens_affordable,
+            sleep=self.clock.sleep,
+            protected=self.verdicts.protection.rule_for,
+            confine=self.tool_confinement,
+            trace_context=self.trace_context,
+            model_access=None if self.proxy is None else self.proxy.access_for(task.id),
+            task_log=self.run_dir.artifacts / self.log_name(f"{task.id}.{attempt}.agent"),
+            run_shell=lambda command, timeout_s, stem: self.run_shell(
+                task.id, command, timeout_s, stem
+            ),
+        )
+
+    def run_shell(self, task_id: str, command: str, timeout_s: float, log_stem: str) -> CommandRun:
+        """A command task's command, in the worktree, sandboxed once the model has worked."""
+        confine = self.confinement()
+        ran = self.run(
+            command,
+            timeout_s,
+            self.log_name(log_stem),
+            clip=True,
+            cwd=self.run_dir.worktree,
+            confine=confine,
+        )
+        result = ran.result
+        self.trace.event("tool_call", tool="command", task=task_id, **ran_fields(ran, confine))
+        return CommandRun(
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            timeout_s=round(ran.timeout_s, 3),
+            seconds=round(result.seconds, 3),
+            log=str(result.log_path) if result.log_path else None,
+        )
 
     def tokens_affordable(self, model: str) -> int:
         """Money left before the enforcement line, in output tokens of ``model``."""
@@ -733,7 +765,8 @@ class Night:
         self.checkpoint()
 
     def should_replan(self) -> bool:
-        return self.planner is not None and self.planner.should_replan(self.executor is not None)
+        has_agent = self.executors.agent is not None
+        return self.planner is not None and self.planner.should_replan(has_agent)
 
     def replan(self) -> None:
         assert self.planner is not None
@@ -824,6 +857,8 @@ class Night:
         return RunStateStore(self.run_dir.checkpoint)
 
     def close(self) -> None:
+        if self.proxy is not None:
+            self.proxy.close()
         self.trace.close()
         self.spend_journal.close()
         self.effects.close()

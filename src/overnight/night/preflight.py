@@ -68,6 +68,15 @@ def check_spec(
             'add a [model] table, or [executor] target = "module:attr", or give every task '
             "a command",
         )
+    cli = spec.executor
+    if needs_executor and cli is not None and cli.is_cli and spec.model is None:
+        raise ConfigError(
+            "model",
+            f"the {cli.kind} executor reaches its model through the harness's metering proxy, "
+            "which books every call against [budget] through the night's [model]",
+            'add a [model] table (provider = "anthropic" or "openai", name = the model), whose '
+            "key stays with the harness",
+        )
     if spec.effects.database is not None:
         db = spec.effects_path(Path("."))
         if db.is_relative_to(spec.workspace_path()):
@@ -100,8 +109,12 @@ def check_spec(
                 python_model(spec.model.target)
             elif spec.model.provider not in ("python", "script"):
                 sdk_client(spec.model)  # refuses missing credentials the SDK can see up front
-        if spec.executor is not None:
+        if spec.executor is not None and spec.executor.target is not None and executor is None:
             load_executor(spec.executor.target)
+    if spec.executor is not None and spec.executor.is_cli and executor is None:
+        from overnight.executors import check_cli
+
+        check_cli(spec.executor, Path(spec.base_dir))
     if spec.tools.mcp:
         check_mcp(spec)
 
@@ -146,7 +159,7 @@ def tool_programs(
     if not spec.may_run_agents():
         return []
     out: list[tuple[str, str, str, str]] = []
-    built_in_agent = executor is None and spec.executor is None
+    built_in_agent = executor is None and (spec.executor is None or spec.executor.kind == "agent")
     if built_in_agent and "search_text" in spec.tools.allow:
         out.append(
             (

@@ -155,6 +155,27 @@ def sandbox_banner(r: TerminalResult) -> str | None:
     return UNSANDBOXED_BANNER if r.sandbox is not None and r.sandbox.mode == "off" else None
 
 
+def executor_lines(r: TerminalResult) -> list[str]:
+    """The CLI agent that carried out agent tasks, each attempt's cost as the night booked it
+    beside what the CLI said of itself (its word, never counted); none for other nights."""
+    ex = r.executor
+    if ex is None:
+        return []
+    out = [f"Executor: {ex.kind} {ex.version} ({ex.program}); its calls metered by the harness."]
+    for a in ex.attempts:
+        own = []
+        if a.cli_success is not None:
+            own.append("success" if a.cli_success else "failure")
+        if a.cli_reported_usd is not None:
+            own.append(f"${a.cli_reported_usd:.4f}")
+        said = f"; it says {', '.join(own)} (its own word, not counted)" if own else ""
+        out.append(
+            f"Task {a.task}: {a.status}, {a.calls} call(s) booked ${a.booked_usd:.4f}{said}; "
+            f"its output: {a.log}"
+        )
+    return out
+
+
 def sandbox_line(r: TerminalResult) -> str:
     """One sentence on how the night's commands were confined."""
     sb = r.sandbox
@@ -548,4 +569,5 @@ def _work(r: TerminalResult) -> WorkFacts:
         else "removed when the night ended, as it cannot be resumed; the branch stays",
         diff_stat=b.diff_stat.rstrip() if b.diff_stat.strip() else "",
         sandbox=sandbox_line(r),
+        executor=executor_lines(r),
     )

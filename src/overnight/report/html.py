@@ -471,7 +471,8 @@ def _work(w: WorkFacts) -> str:
         f"<p>Branch <code>{e(w.branch)}</code> from <code>{e(w.base_commit)}</code>, "
         f"head {head}, worktree <code>{e(w.worktree)}</code> ({e(w.worktree_kept)}).</p>"
         f'<p class="sandbox">{e(w.sandbox)}</p>'
-        f"<h3>Diff stat</h3>{stat}</section>"
+        + "".join(f'<p class="executor">{e(line)}</p>' for line in w.executor)
+        + f"<h3>Diff stat</h3>{stat}</section>"
     )
 
 

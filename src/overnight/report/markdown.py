@@ -217,6 +217,10 @@ def render_markdown_facts(f: ReportFacts) -> str:
         out.append("")
     out.append(w.sandbox)
     out.append("")
+    for line in w.executor:
+        out.append(f"- {line}" if line.startswith("Task ") else line)
+    if w.executor:
+        out.append("")
     rec = f.record
     gap = f" **{rec.trace_gap}**" if rec.trace_gap else ""
     out.append(

@@ -288,6 +288,36 @@ class GoalBlock(_Model):
     sha256: str
 
 
+class CliAttempt(_Model):
+    """One attempt a CLI agent made at a task, as the harness metered it and as the CLI told it."""
+
+    task: str
+    status: str
+    """What the harness made of the CLI's run: ``finished``, ``limit_reached`` (its calls were
+    refused at a budget, or its turn limit), ``gave_up`` (a crash, a hang, no changes)."""
+    calls: int
+    """Model calls the metering proxy forwarded for this attempt."""
+    booked_usd: float
+    """What the night booked for those calls: the harness's figure, the one that counts."""
+    cli_success: bool | None
+    """What the CLI said of its own success: its word, never the verdict."""
+    cli_reported_usd: float | None
+    """The CLI's own cost figure (Claude Code's ``total_cost_usd``): shown beside
+    ``booked_usd``, never counted."""
+    log: str
+    """Its whole output, kept as an artifact."""
+
+
+class ExecutorBlock(_Model):
+    """The CLI agent that carried out the night's agent tasks."""
+
+    kind: str
+    """``claude-code``, ``codex`` or ``command``."""
+    program: str
+    version: str
+    attempts: list[CliAttempt]
+
+
 class TerminalResult(_Model):
     kind: Literal["overnight-result"] = "overnight-result"
     schema_version: int = RESULT_SCHEMA_VERSION
@@ -331,6 +361,9 @@ class TerminalResult(_Model):
     """Every call of the run (all its processes) booked otherwise than at the bill it
     reported within its reservation: at its worst case, above its reservation, or on figures
     that disagree. Empty when every bill was read and fitted its reservation."""
+    executor: ExecutorBlock | None = None
+    """The CLI agent that carried out agent tasks, with what each attempt cost as the harness
+    booked it beside what the CLI said; null for the built-in agent and command tasks."""
 
     @property
     def run_dir(self) -> Path:

@@ -284,6 +284,8 @@ class WorkFacts:
     """Empty when the branch changed nothing."""
     sandbox: str
     """One sentence on how the night's commands were confined."""
+    executor: list[str] = field(default_factory=list)
+    """The CLI agent's attempts, its cost beside the harness's (none for other nights)."""
 
 
 @dataclass(frozen=True)

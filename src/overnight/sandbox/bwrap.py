@@ -204,8 +204,10 @@ class Sandbox:
     ) -> list[str]:
         """The command line that runs ``argv`` in ``cwd`` inside the sandbox; ``cwd`` is the
         one writable working directory (with its ``.git`` read-only). Each of ``files`` (a
-        regular file, never a directory, so nothing hidden comes back with it) is bound
-        read-only at its real path, even inside a hidden place or the private ``/tmp``.
+        regular file or a unix socket, never a directory, so nothing hidden comes back with
+        it) is bound read-only at its real path, even inside a hidden place or the private
+        ``/tmp``: a socket stays one the sandbox can connect to (a read-only mount does not
+        refuse ``connect``; its mode must let the sandbox's uid write to it).
 
         ``cwd`` and the ``writable`` paths are lent to the sandbox's uid from here until
         ``release(cwd)`` (see ``overnight.sandbox.identity``)."""
@@ -225,8 +227,8 @@ class Sandbox:
             mounts.bind(source, dest)
         for file in files:
             real = _real(file)
-            if not real.is_file():
-                raise ValueError(f"{file} is not a regular file")
+            if not (real.is_file() or real.is_socket()):
+                raise ValueError(f"{file} is neither a regular file nor a unix socket")
             mounts.bind(real, real)
         if self.identity.setpriv is not None and not mounts.shows(_real(self.identity.setpriv)):
             mounts.bind(_real(self.identity.setpriv), _real(self.identity.setpriv))

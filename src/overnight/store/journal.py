@@ -24,6 +24,7 @@ import errno
 import json
 import os
 import stat
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +106,8 @@ class Journal:
         self.path = path
         self.durable = durable
         self._file: IO[bytes] | None = None
+        # The metering proxy books from its own thread while the night writes from its own.
+        self._lock = threading.RLock()
 
     def append(self, record: dict[str, Any]) -> None:
         """Append one record as one line; with ``durable`` it is on disk when this returns.
@@ -113,6 +116,10 @@ class Journal:
         the record uses the reserved ``crc`` field.
         """
         line = _encode_line(record)
+        with self._lock:
+            self._append_line(line)
+
+    def _append_line(self, line: bytes) -> None:
         try:
             if self._file is None:
                 _cut_damaged_tail(self.path)
@@ -135,9 +142,10 @@ class Journal:
 
     def close(self) -> None:
         """Close the handle; a later append opens it again."""
-        if self._file is not None:
-            file, self._file = self._file, None
-            file.close()
+        with self._lock:
+            if self._file is not None:
+                file, self._file = self._file, None
+                file.close()
 
     def __enter__(self) -> Self:
         return self

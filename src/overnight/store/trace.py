@@ -6,6 +6,7 @@ variables before it is written.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,18 +48,21 @@ class Trace:
         self._secrets = secret_values()
         self.listener: Callable[[dict[str, Any]], None] | None = None
         self.dropped = 0
+        # Written from the night's thread and the metering proxy's: one record at a time.
+        self._lock = threading.RLock()
 
     def event(self, kind: str, **fields: Any) -> None:
-        record = {"kind": kind, "t": round(self._seconds(), 3), "at": self._now(), **fields}
-        clean = redact(record, self._secrets)
-        try:
-            self._journal.append(clean)
-        except (OSError, DiskFull):
-            # The trace is evidence, not state: losing a line must not end a run that could
-            # otherwise finish. The count is reported in the result.
-            self.dropped += 1
-        if self.listener is not None:
-            self.listener(clean)
+        with self._lock:
+            record = {"kind": kind, "t": round(self._seconds(), 3), "at": self._now(), **fields}
+            clean = redact(record, self._secrets)
+            try:
+                self._journal.append(clean)
+            except (OSError, DiskFull):
+                # The trace is evidence, not state: losing a line must not end a run that
+                # could otherwise finish. The count is reported in the result.
+                self.dropped += 1
+            if self.listener is not None:
+                self.listener(clean)
 
     def close(self) -> None:
         self._journal.close()
