@@ -1,15 +1,19 @@
 """The fleet in tests: the PostgreSQL and Temporal servers CI starts (scripts/fleet-services),
-a fresh database and task queue per test, real worker processes, real submissions."""
+a fresh database and task queue per test, real worker processes, real submissions; and, for a
+test that stops the fleet database, a PostgreSQL server of its own."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -111,6 +115,33 @@ class Worker:
     def machine_lost(self) -> None:
         """kill -9 of the worker and of everything it started, at one instant."""
         kill_everything(self.proc, self.mark)
+
+    def freeze(self) -> set[int]:
+        """SIGSTOP the whole machine, as a paused VM: the process group of the worker (and of
+        its machine's shell) and the group of every process it started (each command, the
+        guard: sessions of their own), until no group of it is left running. Returns the
+        groups, for ``thaw``. Nothing a frozen process would do (heartbeat, renew its lease,
+        hear that it was cancelled) happens until then."""
+        groups = {self.proc.pid}
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGSTOP)
+        while True:
+            found = set()
+            for pid in marked_pids(self.mark):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    found.add(os.getpgid(pid))
+            if found <= groups:
+                return groups
+            for pgid in found - groups:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGSTOP)
+            groups |= found
+
+    @staticmethod
+    def thaw(groups: set[int]) -> None:
+        for pgid in groups:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGCONT)
 
     def stop(self) -> int:
         """SIGTERM; the exit code (killed after 60 s)."""
@@ -246,15 +277,158 @@ class Fleet:
 
 
 @contextlib.contextmanager
-def fleet(base: Path) -> Iterator[Fleet]:
+def fleet(base: Path, database: str | None = None) -> Iterator[Fleet]:
+    """A fleet of this test's own; ``database``: its database (by default a fresh one on the
+    shared server)."""
     svc = services()
     base.mkdir(parents=True, exist_ok=True)
-    with fresh_database(svc.admin_url) as url:
+    with contextlib.ExitStack() as stack:
+        url = database or stack.enter_context(fresh_database(svc.admin_url))
         f = Fleet(svc, url, base)
         try:
             yield f
         finally:
             f.close()
+
+
+def address(url: str) -> tuple[str, int]:
+    """(host, port) of a database URL."""
+    info = psycopg.conninfo.conninfo_to_dict(url)
+    return str(info.get("host") or "127.0.0.1"), int(info.get("port") or 5432)
+
+
+def workflow_of(f: Fleet, workflow_id: str) -> dict[str, Any]:
+    """How Temporal describes a workflow: its status, its execution timeout (seconds, None
+    when it has none) and, once it completed, its result."""
+    from temporalio.client import Client, WorkflowExecutionStatus
+    from temporalio.contrib.pydantic import pydantic_data_converter
+
+    async def describe() -> dict[str, Any]:
+        client = await Client.connect(f.services.temporal, data_converter=pydantic_data_converter)
+        handle = client.get_workflow_handle(workflow_id)
+        desc = await handle.describe()
+        config = desc.raw_description.execution_config
+        timeout = config.workflow_execution_timeout
+        answer: dict[str, Any] = {
+            "status": desc.status.name if desc.status is not None else None,
+            "execution_timeout_s": (
+                timeout.ToTimedelta().total_seconds()
+                if config.HasField("workflow_execution_timeout")
+                else None
+            ),
+        }
+        if desc.status == WorkflowExecutionStatus.COMPLETED:
+            answer["result"] = await handle.result()
+        return answer
+
+    return asyncio.run(describe())
+
+
+# -- a PostgreSQL server of a test's own ----------------------------------------------------
+
+
+def _pg_bin() -> Path | None:
+    """Where the PostgreSQL server programs are: the newest Debian version, else on PATH."""
+    versions = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"),
+        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
+    )
+    if versions:
+        return versions[-1]
+    found = shutil.which("pg_ctl")
+    return Path(found).parent if found else None
+
+
+@dataclass
+class Postgres:
+    """A PostgreSQL server of one test's own (its data directory, its port), which the test
+    may stop and start again: the fleet database lost and back, at the same address."""
+
+    bin: Path
+    home: Path
+    port: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, program: str, *args: str) -> subprocess.CompletedProcess[str]:
+        # Run as the postgres user when root: the server refuses to run as root.
+        as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        return subprocess.run(
+            [*as_user, str(self.bin / program), *args], capture_output=True, text=True
+        )
+
+    def start(self) -> None:
+        options = (
+            f"-p {self.port} -k {self.home} -c listen_addresses=127.0.0.1 -c fsync=off"
+            " -c max_connections=100"
+        )
+        data, log = str(self.home / "data"), str(self.home / "server.log")
+        done = self._run("pg_ctl", "-D", data, "-l", log, "-w", "-o", options, "start")
+        if done.returncode != 0:
+            raise AssertionError(f"PostgreSQL did not start: {done.stderr}\n{_tail(log)}")
+
+    def stop(self) -> None:
+        done = self._run("pg_ctl", "-D", str(self.home / "data"), "-m", "fast", "-w", "stop")
+        if done.returncode != 0:
+            raise AssertionError(f"PostgreSQL did not stop: {done.stderr}")
+
+    def running(self) -> bool:
+        return self._run("pg_ctl", "-D", str(self.home / "data"), "status").returncode == 0
+
+
+def _tail(path: str) -> str:
+    with contextlib.suppress(OSError):
+        return Path(path).read_text(errors="replace")[-2000:]
+    return ""
+
+
+@contextlib.contextmanager
+def private_postgres() -> Iterator[Postgres]:
+    """A PostgreSQL server of this test's own on a free local port, removed after it."""
+    services()  # the fleet's servers are needed all the same: skipped (or failed) as they are
+    pg_bin = _pg_bin()
+    if pg_bin is None:
+        pytest.fail("no PostgreSQL server programs (scripts/fleet-services installs them)")
+    # Not under pytest's own temporary folder: the postgres user must reach its data.
+    home = Path(tempfile.mkdtemp(prefix="overnight-fleet-pg-"))
+    try:
+        if os.geteuid() == 0:
+            shutil.chown(home, "postgres")
+        pg = Postgres(pg_bin, home)
+        made = pg._run(
+            "initdb", "-D", str(home / "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8"
+        )
+        assert made.returncode == 0, made.stderr
+        for attempt in range(3):  # a port taken between the pick and the bind: another
+            pg.port = _free_port()
+            try:
+                pg.start()
+                break
+            except AssertionError:
+                if attempt == 2:
+                    raise
+        try:
+            yield pg
+        finally:
+            if pg.running():
+                pg.stop()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _free_port() -> int:
+    """A free port below the kernel's ephemeral range (see scripts/fleet-services)."""
+    for _ in range(200):
+        port = random.randint(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise AssertionError("no free port between 20000 and 32000")
 
 
 class Link:

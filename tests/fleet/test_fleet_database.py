@@ -10,13 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.kit import fresh_database, query, services
+from tests.fleet.kit import Link, address, fresh_database, query, services
 
 pytest.importorskip("psycopg_pool")
 
 from overnight.core.budget import to_nanos
 from overnight.core.errors import ConfigError, DependencyUnavailable
-from overnight.fleet.database import MIGRATIONS, Pool, connect_pool, migrate
+from overnight.fleet.database import (
+    MIGRATIONS,
+    DatabaseUnreachable,
+    Pool,
+    connect_pool,
+    migrate,
+)
 from overnight.fleet.effects import PostgresEffectStore
 from overnight.fleet.money import FleetMoney
 from overnight.seams import DuplicateEffect
@@ -132,23 +138,31 @@ def test_a_hold_exactly_at_the_cap_is_allowed_and_one_nanodollar_more_is_not(poo
     assert money.hold("d", to_nanos(0.25)) is None
 
 
-def test_a_lost_database_is_dependency_unavailable(url: str) -> None:
-    p = connect_pool(url, max_size=2)
+def test_a_lost_database_is_unreachable_and_a_dropped_connection_is_replaced(url: str) -> None:
+    link = Link(*address(url))
+    p = connect_pool(link.url(url), max_size=2, timeout=2.0)
     migrate(p)
     money = FleetMoney(p, "n", 1.0)
     import psycopg
 
     name = psycopg.conninfo.conninfo_to_dict(url)["dbname"]
-    query(
-        services().admin_url,
-        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
-        (name,),
-    )
     try:
-        with pytest.raises(DependencyUnavailable):
-            for _ in range(3):  # the pool may hand out a connection it has not checked yet
-                money.hold("x", 1)
-                money.release("x")
+        # The server drops every connection (a restart, a failover): each one is checked as
+        # the pool hands it out, and replaced.
+        query(
+            services().admin_url,
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+            (name,),
+        )
+        for call in ("a", "b", "c"):
+            assert money.hold(call, 1) is None  # held
+            money.release(call)
+        # The database out of reach: no connection comes in time.
+        link.cut()
+        with pytest.raises(DatabaseUnreachable) as lost:
+            money.hold("x", 1)
+        assert isinstance(lost.value, DependencyUnavailable)
+        assert "fleet money" in str(lost.value)
     finally:
         p.close()
 

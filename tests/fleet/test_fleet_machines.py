@@ -1,8 +1,9 @@
 """One owner at a time, across machines. Each worker runs in PID, mount and UTS namespaces of
 its own (a machine sharing only the filesystem); the night's one task is a command that
 appends to a file outside the worktree and to one inside it. However the first machine is
-lost (its worker killed while the rest of the machine runs on, or cut off from the fleet's
-servers while it runs), the line is appended once and the branch commits it once."""
+lost (its worker killed while the rest of the machine runs on, cut off from the fleet's servers
+while it runs, or frozen whole and thawed after its lease expired), the line is appended once
+and the branch commits it once."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.fleet.kit import Fleet, Link, command_night, fleet
-from tests.helpers.kills import marked_pids, wait_for
+from tests.fleet.kit import Fleet, Link, address, command_night, fleet, query
+from tests.helpers.kills import wait_for
 
 pytest.importorskip("temporalio")
 
@@ -80,8 +81,7 @@ def test_a_worker_cut_off_from_the_fleet_stops_its_night_before_another_takes_it
     with fleet(tmp_path) as f:
         host, _, port = f.services.temporal.rpartition(":")
         to_temporal = Link(host, int(port))
-        db = psycopg_address(f.database)
-        to_database = Link(*db)
+        to_database = Link(*address(f.database))
         first = f.worker(
             machine="m1",
             temporal=f"127.0.0.1:{to_temporal.port}",
@@ -118,30 +118,29 @@ def test_a_frozen_machine_thawed_after_its_lease_expired_lands_nothing(tmp_path:
         night = f.id("frozen")
         f.submit(spec, "--id", night, "--heartbeat-s", "2")
         wait_for(lambda: lines_of(log) == ["started"], 60, "the command to start on m1")
-        frozen = marked_pids(first.mark)  # the whole of m1, its command included
-        for pid in frozen:
-            os.kill(pid, signal.SIGSTOP)
+        # The whole of m1 stopped at once (its worker's process group and its command's): no
+        # cancellation of its delivery, no drain, reaches it while its lease expires.
+        frozen = first.freeze()
         f.worker(machine="m2")
-        time.sleep(6)  # m1's lease and heartbeat long expired; m2 is waiting to take over
-        for pid in frozen:
-            os.kill(pid, signal.SIGCONT)
+        time.sleep(6)  # m1's lease and heartbeat long expired; m2 waits for the night's lock
+        # Thawed, m1 learns from its worker (the delivery timed out: it drains the night) and
+        # from its lease (not renewed) that the night is no longer its own: whichever comes
+        # first, it must write nothing more.
+        first.thaw(frozen)
         done = f.submit(spec, "--id", night, wait=True)
         assert done["stop_reason"] == "GOAL_MET", done
-        time.sleep(3.5)
         assert lines_of(log).count("line") == 1, lines_of(log)
         run = Path(done["run_dir"])
         assert committed(run) == ["line", "commits=1"]
-        # Thawed, m1's delivery found its fence down and wrote nothing: the task was verified
-        # and landed by a delivery holding the lease (m2's, or m1's own next one).
+        # Thawed, m1's delivery found its fence down and wrote nothing: no result (the resume
+        # after it would have kept it in history/), no commit. The task was verified first
+        # (and done, if m1's command had not finished) by a resume holding a lease of its own
+        # (m2's delivery, or m1's own next one).
+        assert sorted(p.name for p in (run / "history").glob("*.json")) == []
         trace = [json.loads(x) for x in (run / "trace.jsonl").read_text().splitlines()]
         order = [
             e.get("decision") for e in trace if e.get("decision") in ("resumed", "task_finished")
         ]
-        assert order[0] == "resumed", order
-
-
-def psycopg_address(url: str) -> tuple[str, int]:
-    import psycopg
-
-    info = psycopg.conninfo.conninfo_to_dict(url)
-    return str(info.get("host") or "127.0.0.1"), int(info.get("port") or 5432)
+        assert order[:1] == ["resumed"], order
+        [lease] = query(f.database, "SELECT token FROM night_leases")
+        assert lease["token"] >= 2, lease

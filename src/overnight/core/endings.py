@@ -89,6 +89,7 @@ REOPENED_BY_REVIEW: tuple[Ending, ...] = (Ending.QUEUE_EMPTY_GOAL_UNMET, Ending.
 
 RESUMABLE_BY_CAUSE: dict[str, bool] = {
     "dependency_unavailable": True,  # the clock decides, not the task: later, yes
+    "fleet_database_unreachable": True,  # the fleet's database comes back: later, yes
     "model_error": True,  # a provider fault, not a property of the inputs
     "invalid_model_output": True,  # sampled output; a second attempt can differ
     "disk_full": True,  # after space is freed

@@ -4,6 +4,11 @@
 (a run directory a dead or drained worker left behind) on ``RUNS/<night id>``, with the fleet's
 effects ledger and daily money cap, heartbeating all the while. A night that ended before a
 redelivery reached it is not run again: its result is the answer.
+
+An activity that cannot reach the fleet database fails with the type ``DatabaseUnreachable``
+(``DATABASE_UNREACHABLE``), after waiting for a connection no longer than the night's lease
+lasts: the workflow tries again later, for a bounded time, rather than counting it as a lost
+delivery.
 """
 
 from __future__ import annotations
@@ -26,13 +31,19 @@ from overnight import api
 from overnight.config.spec import Spec, load_spec
 from overnight.core.endings import Ending, Stop, describe
 from overnight.core.errors import ConfigError, RunBusy
-from overnight.fleet.database import Pool
+from overnight.fleet.database import DatabaseUnreachable, Pool
 from overnight.fleet.effects import PostgresEffectStore
 from overnight.fleet.lease import Lease
 from overnight.fleet.money import FleetMoney
 from overnight.fleet.nights import Nights
-from overnight.fleet.progress import STALLED, Heartbeat
-from overnight.fleet.submission import GiveUp, NightOutcome, Submission, refusal_details
+from overnight.fleet.progress import LEASE_LOST, STALLED, Heartbeat
+from overnight.fleet.submission import (
+    DATABASE_UNREACHABLE,
+    GiveUp,
+    NightOutcome,
+    Submission,
+    refusal_details,
+)
 from overnight.fleet.workflow import CARRY_OUT, GIVE_UP, REGISTER
 from overnight.night.compose import Shared
 from overnight.night.runs import end_run
@@ -41,11 +52,16 @@ from overnight.report.result import TerminalResult
 from overnight.seams import FenceLost
 from overnight.store.rundir import RunDir
 
-#: The cause a night given up by the fleet ends with (``UNRECOVERABLE_ERROR:fleet_retries``).
-FLEET_RETRIES = "fleet_retries"
-
-#: Stop reasons a worker's own shutdown gives a night: another worker resumes it.
-DRAINED = frozenset({"TIME_LIMIT:sigterm", "TIME_LIMIT:sigint", f"TIME_LIMIT:{STALLED}"})
+#: Stop reasons a worker's own shutdown, or its watchdogs, give a night: another delivery
+#: resumes it.
+DRAINED = frozenset(
+    {
+        "TIME_LIMIT:sigterm",
+        "TIME_LIMIT:sigint",
+        f"TIME_LIMIT:{STALLED}",
+        f"TIME_LIMIT:{LEASE_LOST}",
+    }
+)
 
 
 class Drains:
@@ -99,18 +115,23 @@ class NightActivities:
         return self.runs / submission.night_id
 
     @activity.defn(name=REGISTER)
-    def register(self, submission: Submission) -> None:
+    def register(self, submission: Submission) -> str:
+        """The night's row, queued; the answer is its run directory."""
+        run_dir = str(self.run_dir(submission))
         try:
-            self.nights.queued(
-                submission.night_id,
-                submission.spec_path,
-                str(self.run_dir(submission)),
-                submission.spec_sha256,
-                retry_of=submission.retry_of,
-                schedule=submission.schedule,
-            )
+            with _reaching_database():
+                self.nights.queued(
+                    submission.night_id,
+                    submission.spec_path,
+                    run_dir,
+                    submission.spec_sha256,
+                    retry_of=submission.retry_of,
+                    schedule=submission.schedule,
+                    timeout=_database_wait(submission),
+                )
         except ConfigError as exc:
             raise _refused(exc) from None
+        return run_dir
 
     # A cancellation (the heartbeat timed out: Temporal took this worker for dead) must not
     # be thrown into the night at a random line: it drains the night instead (see _Heartbeat).
@@ -121,27 +142,40 @@ class NightActivities:
             return self._carry_out(submission, run_dir)
 
     def _carry_out(self, submission: Submission, run_dir: Path) -> NightOutcome:
-        deliveries = self.nights.running(
-            submission.night_id, submission.spec_path, str(run_dir), self.worker
-        )
         signals = Signals()
         self.drains.add(signals)
-        lease = self._lease(submission, deliveries)
         beating = Heartbeat(
             submission.heartbeat_s / 3,
             signals,
             stall_s=submission.stall_s,
             artifacts=RunDir(run_dir).artifacts,
-            lease=lease,
         )
+        wait_s = _database_wait(submission)
         try:
-            with beating:
+            # Heartbeating from the first statement on: a database slow to answer is not
+            # taken for a lost worker.
+            with beating, _reaching_database():
+                deliveries = self.nights.running(
+                    submission.night_id,
+                    submission.spec_path,
+                    str(run_dir),
+                    self.worker,
+                    timeout=wait_s,
+                )
+                lease = beating.lease = self._lease(submission, deliveries)
                 # A previous owner may still be running the night's command: its lease is
                 # waited out (heartbeating meanwhile), then the resume verifies first.
                 lease.take(wait=time.sleep)
                 beating.moved()
                 with lease:
                     result = self._night(submission, run_dir, signals, beating, lease)
+                if result.stop_reason == f"TIME_LIMIT:{LEASE_LOST}":
+                    # Drained when its lease could not be renewed (a database blip), its
+                    # result written once the lease held again: another delivery resumes it.
+                    raise FenceLost(f"night drained ({result.stop_reason})")
+                self._handed_back(submission, result, beating)
+                data = json.loads(result.model_dump_json())
+                self.nights.finished(submission.night_id, data, timeout=wait_s)
         except FenceLost as exc:
             raise ApplicationError(
                 f"worker {self.worker} lost its lease on the night and stopped it: {exc}",
@@ -154,11 +188,24 @@ class NightActivities:
             raise _refused(exc) from None
         finally:
             self.drains.discard(signals)
-        if result.stop_reason == f"TIME_LIMIT:{STALLED}" and beating.stalled:
+        return NightOutcome(
+            night_id=submission.night_id,
+            run_dir=str(run_dir),
+            stop_reason=result.stop_reason,
+            status=result.status,
+            exit_code=result.exit_code,
+            deliveries=deliveries,
+            result=data,
+        )
+
+    def _handed_back(self, submission: Submission, result: TerminalResult, beat: Heartbeat) -> None:
+        """Raise when the night was handed back rather than ended: stalled, or drained by this
+        worker's shutdown or a cancellation. Another delivery resumes it."""
+        if result.stop_reason == f"TIME_LIMIT:{STALLED}" and beat.stalled:
             raise ApplicationError(
                 f"night stalled on worker {self.worker}: no progress for "
-                f"{submission.stall_s:g} s (last event {beating.last_event or 'none'} at "
-                f"{beating.last_event_at or '-'}); drained, it is delivered again",
+                f"{submission.stall_s:g} s (last event {beat.last_event or 'none'} at "
+                f"{beat.last_event_at or '-'}); drained, it is delivered again",
                 type="NightStalled",
             )
         if result.stop_reason in DRAINED and (
@@ -169,17 +216,6 @@ class NightActivities:
                 f"({result.stop_reason}); another worker resumes it",
                 type="NightDrained",
             )
-        data = json.loads(result.model_dump_json())
-        self.nights.finished(submission.night_id, data)
-        return NightOutcome(
-            night_id=submission.night_id,
-            run_dir=str(run_dir),
-            stop_reason=result.stop_reason,
-            status=result.status,
-            exit_code=result.exit_code,
-            deliveries=deliveries,
-            result=data,
-        )
 
     def _lease(self, submission: Submission, delivery: int) -> Lease:
         """This delivery's lease, as long as the heartbeat timeout: a worker that cannot renew
@@ -196,10 +232,9 @@ class NightActivities:
         lease: Lease,
     ) -> TerminalResult:
         rd = RunDir(run_dir)
-        if rd.is_run() and rd.result.exists():
-            prior = TerminalResult.model_validate_json(rd.result.read_text())
-            if prior.stop_reason not in DRAINED:
-                return prior  # it ended: a redelivery answers with how
+        ended = _ended(rd)
+        if ended is not None:
+            return ended  # it ended: a redelivery answers with how
         shared = Shared(
             effects=PostgresEffectStore(self.pool, lease),
             cap=self._cap(submission, lease),
@@ -224,21 +259,22 @@ class NightActivities:
 
     @activity.defn(name=GIVE_UP)
     def give_up(self, give: GiveUp) -> NightOutcome:
-        """End a night the fleet will not deliver again: ``UNRECOVERABLE_ERROR:fleet_retries``
-        in its result (with every delivery listed) and so in the review queue."""
+        """End a night the fleet will not deliver again: ``UNRECOVERABLE_ERROR:<cause>``
+        (``fleet_retries``, ``fleet_database_unreachable``) in its result, with every delivery
+        listed, and so in the review queue. A night that had ended on its own already (its
+        result written, not yet its row) keeps its ending."""
         submission = give.submission
         run_dir = self.run_dir(submission)
-        lines = "; ".join(d.line() for d in give.deliveries)
-        message = (
-            f"the fleet gave up on this night: {give.why}, after "
-            f"{len(give.deliveries)} lost deliveries: {lines}"
-        )
-        stop = Stop(Ending.UNRECOVERABLE_ERROR, FLEET_RETRIES, message)
-        with _night_lock(self.runs, submission.night_id):
+        message = give.message()
+        stop = Stop(Ending.UNRECOVERABLE_ERROR, give.cause, message)
+        with _night_lock(self.runs, submission.night_id), _reaching_database():
             lease = self._lease(submission, 0)
             lease.take(wait=_heartbeating)
             with lease:
-                if RunDir(run_dir).is_run():
+                ended = _ended(RunDir(run_dir))
+                if ended is not None:
+                    data = json.loads(ended.model_dump_json())
+                elif RunDir(run_dir).is_run():
                     shared = Shared(effects=PostgresEffectStore(self.pool, lease), fence=lease)
                     data = json.loads(end_run(run_dir, stop, shared=shared).model_dump_json())
                 else:  # lost before it had a run directory: nothing of it happened
@@ -250,8 +286,21 @@ class NightActivities:
                         "resumable": False,
                         "message": message,
                     }
-        data["deliveries"] = [d.model_dump(mode="json") for d in give.deliveries]
-        self.nights.finished(submission.night_id, data)
+            if ended is None:
+                data["deliveries"] = [d.model_dump(mode="json") for d in give.deliveries]
+            wait_s = _database_wait(submission)
+            if self.nights.get(submission.night_id, timeout=wait_s) is None:
+                # Given up before it could be registered: the fleet lists it all the same.
+                self.nights.queued(
+                    submission.night_id,
+                    submission.spec_path,
+                    str(run_dir),
+                    submission.spec_sha256,
+                    retry_of=submission.retry_of,
+                    schedule=submission.schedule,
+                    timeout=wait_s,
+                )
+            self.nights.finished(submission.night_id, data, timeout=wait_s)
         return NightOutcome(
             night_id=submission.night_id,
             run_dir=str(run_dir),
@@ -277,7 +326,34 @@ class NightActivities:
         caps = [c for c in (spec_cap, self.usd_per_day) if c is not None]
         if not caps:
             return None
-        return FleetMoney(self.pool, submission.night_id, min(caps), lease)
+        return FleetMoney(
+            self.pool, submission.night_id, min(caps), lease, wait_s=_database_wait(submission)
+        )
+
+
+def _ended(rd: RunDir) -> TerminalResult | None:
+    """How the night ended, when it did (a night handed back to be resumed has not)."""
+    if rd.is_run() and rd.result.exists():
+        prior = TerminalResult.model_validate_json(rd.result.read_text())
+        if prior.stop_reason not in DRAINED:
+            return prior
+    return None
+
+
+def _database_wait(submission: Submission) -> float:
+    """How long a statement of the fleet's bookkeeping waits for a connection: as long as
+    the night's lease lasts, and then the database counts as unreachable."""
+    return max(submission.heartbeat_s, 1.0)
+
+
+@contextlib.contextmanager
+def _reaching_database() -> Iterator[None]:
+    """An unreachable fleet database as the activity's failure of that type: the workflow
+    tries again later rather than counting a lost delivery."""
+    try:
+        yield
+    except DatabaseUnreachable as exc:
+        raise ApplicationError(str(exc), type=DATABASE_UNREACHABLE) from None
 
 
 def _heartbeating(seconds: float) -> None:

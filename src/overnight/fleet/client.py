@@ -33,7 +33,7 @@ from overnight.fleet.submission import (
     refusal_of,
     spec_hash,
 )
-from overnight.fleet.workflow import NightWorkflow
+from overnight.fleet.workflow import NightWorkflow, execution_timeout_of
 
 #: The memo key holding the hash of the spec a night was submitted with.
 SPEC_MEMO = "spec_sha256"
@@ -61,6 +61,10 @@ def submission_of(
         heartbeat_s=heartbeat_s,
         max_deliveries=spec.fleet.max_deliveries,
         stall_s=spec.fleet.stall_s,
+        retry_for_s=spec.fleet.retry_for_s,
+        retry_first_s=spec.fleet.retry_first_s,
+        retry_max_s=spec.fleet.retry_max_s,
+        record_for_h=spec.fleet.record_for_h,
     )
 
 
@@ -145,6 +149,7 @@ async def submit(
             id_conflict_policy=WorkflowIDConflictPolicy.USE_EXISTING,
             # A worker busy with many nights may take a while to answer a workflow task.
             task_timeout=timedelta(seconds=60),
+            execution_timeout=execution_timeout_of(submission),
             memo={SPEC_MEMO: submission.spec_sha256},
         )
     except WorkflowAlreadyStartedError:

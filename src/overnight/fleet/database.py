@@ -128,13 +128,27 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 
 _MIGRATION_LOCK = 7_244_510_001  # any constant: the advisory lock the migrating worker holds
 
+#: How long the pool keeps reconnecting on its own, its waits growing, before it gives up
+#: until a statement asks for a connection again: a database back from an outage is reached
+#: again within seconds, not after a wait grown over the whole outage.
+RECONNECT_S = 10.0
 
-def connect_pool(url: str, *, max_size: int = 20) -> Pool:
+
+class DatabaseUnreachable(DependencyUnavailable):
+    """The fleet database could not be reached: the connection was refused or lost, or none
+    came in time. A night ends with it as with any dependency unavailable; the fleet's own
+    bookkeeping tries again, for a bounded time (``[fleet] retry_for_s``)."""
+
+
+def connect_pool(url: str, *, max_size: int = 20, timeout: float = 30.0) -> Pool:
     """A pool of autocommit connections to ``url``; a database that cannot be reached is a
-    ``ConfigError`` naming the URL (with the password left out).
+    ``ConfigError`` naming the URL (with the password left out). ``timeout``: how long a
+    statement waits for a connection by default.
 
     One plain connection is tried first: the pool would retry a refused one until its
-    timeout and then report only that it timed out, where the driver says why at once."""
+    timeout and then report only that it timed out, where the driver says why at once. Each
+    connection is checked as it is handed out: one the server dropped (a restart, a
+    failover) is replaced, not handed to a night."""
     try:
         psycopg.connect(url, connect_timeout=15).close()
     except psycopg.Error as exc:
@@ -149,6 +163,9 @@ def connect_pool(url: str, *, max_size: int = 20) -> Pool:
         min_size=1,
         max_size=max_size,
         kwargs={"autocommit": True, "row_factory": dict_row},
+        check=ConnectionPool.check_connection,
+        timeout=timeout,
+        reconnect_timeout=RECONNECT_S,
         open=False,
     )
     try:
@@ -188,7 +205,7 @@ def reached(what: str) -> Iterator[None]:
     try:
         yield
     except psycopg.OperationalError as exc:
-        raise DependencyUnavailable(f"the fleet database ({what}): {exc}") from exc
+        raise DatabaseUnreachable(f"the fleet database ({what}): {exc}") from exc
     except psycopg.errors.DatabaseError as exc:
         if isinstance(exc, psycopg.errors.IntegrityError):
             raise

@@ -35,14 +35,17 @@ class PostgresEffectStore:
         self._pool = pool
         self._lease = lease
         """A delivery's lease: an intent is written only while it holds (in the statement)."""
+        self._wait_s = None if lease is None else max(lease.ttl_s, 1.0)
+        """How long a statement waits for a connection: a delivery's, no longer than its
+        lease lasts (the night is being stopped by then); otherwise the pool's own."""
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> dict[str, Any] | None:
-        with reached("effects ledger"), self._pool.connection() as conn:
+        with reached("effects ledger"), self._pool.connection(timeout=self._wait_s) as conn:
             row: dict[str, Any] | None = conn.execute(sql, params).fetchone()
             return row
 
     def _all(self, sql: str, params: tuple[Any, ...] = ()) -> list[EffectRow]:
-        with reached("effects ledger"), self._pool.connection() as conn:
+        with reached("effects ledger"), self._pool.connection(timeout=self._wait_s) as conn:
             rows: list[dict[str, Any]] = conn.execute(sql, params).fetchall()
         return [effect_row(r) for r in rows]
 
@@ -82,7 +85,7 @@ class PostgresEffectStore:
             fenced = f" WHERE {HELD_SQL}"
             params.update(self._lease.params())
         try:
-            with reached("effects ledger"), self._pool.connection() as conn:
+            with reached("effects ledger"), self._pool.connection(timeout=self._wait_s) as conn:
                 r: dict[str, Any] | None = conn.execute(
                     "INSERT INTO effects (run_id, task_id, step_key, task_key, tool, args, state,"
                     " created_at, updated_at) SELECT %(run)s, %(task)s, %(step)s, %(key)s,"
@@ -142,7 +145,7 @@ class PostgresEffectStore:
         )
 
     def resolutions(self) -> dict[str, str]:
-        with reached("effects ledger"), self._pool.connection() as conn:
+        with reached("effects ledger"), self._pool.connection(timeout=self._wait_s) as conn:
             rows: list[dict[str, Any]] = conn.execute(
                 "SELECT item, note FROM review_resolutions ORDER BY id"
             ).fetchall()

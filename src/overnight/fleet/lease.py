@@ -91,7 +91,9 @@ class Lease:
         expire first."""
         while True:
             sent = self.monotonic()
-            with reached("night lease"), self.pool.connection() as conn:
+            # No connection for as long as a lease lasts: the database counts as unreachable.
+            wait_s = max(self.ttl_s, 1.0)
+            with reached("night lease"), self.pool.connection(timeout=wait_s) as conn:
                 row: dict[str, Any] | None = conn.execute(
                     _TAKE, {"night": self.night_id, "owner": self.owner, "ttl": self.ttl_s}
                 ).fetchone()

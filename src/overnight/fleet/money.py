@@ -54,10 +54,18 @@ class FleetMoney:
     """One night's view of the fleet's daily cap."""
 
     def __init__(
-        self, pool: Pool, night_id: str, limit_usd: float, fence: Fence | None = None
+        self,
+        pool: Pool,
+        night_id: str,
+        limit_usd: float,
+        fence: Fence | None = None,
+        *,
+        wait_s: float | None = None,
     ) -> None:
         self._pool = pool
         self._fence = fence
+        self._wait_s = wait_s
+        """How long a statement waits for a connection (None: the pool's own)."""
         self.night_id = night_id
         self.limit_usd = limit_usd
         self._cap = to_nanos(limit_usd, up=False)
@@ -66,7 +74,7 @@ class FleetMoney:
 
     def refresh(self) -> None:
         """Read today's total (spent and held)."""
-        with reached("fleet money"), self._pool.connection() as conn:
+        with reached("fleet money"), self._pool.connection(timeout=self._wait_s) as conn:
             row: dict[str, Any] | None = conn.execute(
                 f"SELECT spent_nanos + held_nanos AS total FROM fleet_money_days "
                 f"WHERE day = {_TODAY}"
@@ -82,7 +90,7 @@ class FleetMoney:
             "call": self._key(call_id),
             "night": self.night_id,
         }
-        with reached("fleet money"), self._pool.connection() as conn:
+        with reached("fleet money"), self._pool.connection(timeout=self._wait_s) as conn:
             row = conn.execute(_HOLD, params).fetchone()
             assert row is not None
             self._total = int(row["total"])
@@ -103,7 +111,7 @@ class FleetMoney:
         self._settle(call_id, 0)
 
     def _settle(self, call_id: str, spent: int) -> None:
-        with reached("fleet money"), self._pool.connection() as conn:
+        with reached("fleet money"), self._pool.connection(timeout=self._wait_s) as conn:
             row: dict[str, Any] | None = conn.execute(
                 _SETTLE,
                 {"call": self._key(call_id), "spent": spent},

@@ -84,8 +84,8 @@ class Nights:
     def __init__(self, pool: Pool) -> None:
         self._pool = pool
 
-    def _execute(self, sql: str, params: tuple[Any, ...]) -> None:
-        with reached("nights"), self._pool.connection() as conn:
+    def _execute(self, sql: str, params: tuple[Any, ...], timeout: float | None = None) -> None:
+        with reached("nights"), self._pool.connection(timeout=timeout) as conn:
             conn.execute(sql, params)
 
     def queued(
@@ -97,10 +97,13 @@ class Nights:
         *,
         retry_of: str | None = None,
         schedule: str | None = None,
+        timeout: float | None = None,
     ) -> None:
         """The night was submitted (a second submission of the same night changes nothing).
-        A ``ConfigError`` when the id is already the fleet's night of another spec."""
-        with reached("nights"), self._pool.connection() as conn:
+        A ``ConfigError`` when the id is already the fleet's night of another spec.
+        ``timeout``: how long to wait for a connection (here and below; the pool's own by
+        default) before the database counts as unreachable."""
+        with reached("nights"), self._pool.connection(timeout=timeout) as conn:
             row: dict[str, Any] | None = conn.execute(
                 "INSERT INTO nights AS n (night_id, spec_path, run_dir, state, spec_sha256,"
                 " retry_of, schedule) VALUES (%s, %s, %s, 'queued', %s, %s, %s)"
@@ -117,9 +120,17 @@ class Nights:
                 "give this spec an id of its own",
             )
 
-    def running(self, night_id: str, spec_path: str, run_dir: str, worker: str) -> int:
+    def running(
+        self,
+        night_id: str,
+        spec_path: str,
+        run_dir: str,
+        worker: str,
+        *,
+        timeout: float | None = None,
+    ) -> int:
         """A worker took the night; return the delivery's number (1 for the first)."""
-        with reached("nights"), self._pool.connection() as conn:
+        with reached("nights"), self._pool.connection(timeout=timeout) as conn:
             row: dict[str, Any] | None = conn.execute(
                 "INSERT INTO nights (night_id, spec_path, run_dir, state, worker, attempts,"
                 " started_at) VALUES (%s, %s, %s, 'running', %s, 1, now())"
@@ -132,11 +143,14 @@ class Nights:
         assert row is not None
         return int(row["attempts"])
 
-    def finished(self, night_id: str, result: dict[str, Any]) -> None:
+    def finished(
+        self, night_id: str, result: dict[str, Any], *, timeout: float | None = None
+    ) -> None:
         self._execute(
             "UPDATE nights SET state = 'finished', result = %s, finished_at = now()"
             " WHERE night_id = %s",
             (Jsonb(result), night_id),
+            timeout,
         )
 
     def refused(self, night_id: str, why: str) -> None:
@@ -146,8 +160,8 @@ class Nights:
             (why, night_id),
         )
 
-    def get(self, night_id: str) -> NightRow | None:
-        with reached("nights"), self._pool.connection() as conn:
+    def get(self, night_id: str, *, timeout: float | None = None) -> NightRow | None:
+        with reached("nights"), self._pool.connection(timeout=timeout) as conn:
             row: dict[str, Any] | None = conn.execute(
                 "SELECT * FROM nights WHERE night_id = %s", (night_id,)
             ).fetchone()

@@ -25,7 +25,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from overnight.core.errors import ConfigError
 from overnight.fleet.submission import DEFAULT_TASK_QUEUE, Submission
-from overnight.fleet.workflow import NightWorkflow
+from overnight.fleet.workflow import NightWorkflow, execution_timeout_of
 
 #: Room left in a night id for the scheduled time Temporal appends (``-2026-12-07T220000Z``).
 MAX_SCHEDULE_ID = 100
@@ -49,6 +49,7 @@ async def create(
         submission.model_copy(update={"schedule": schedule_id}),
         id=schedule_id,
         task_queue=task_queue,
+        execution_timeout=execution_timeout_of(submission),
     )
     try:
         await client.create_schedule(

@@ -21,6 +21,15 @@ DEFAULT_TASK_QUEUE = "overnight-nights"
 #: field, problem and fix. No retry changes a refusal.
 REFUSED = "NightRefused"
 
+#: The error type of an activity that could not reach the fleet database: a retry may fix it,
+#: and a delivery that fails so is not the night's fault.
+DATABASE_UNREACHABLE = "DatabaseUnreachable"
+
+#: The causes a night the fleet gives up ends with (``UNRECOVERABLE_ERROR:<cause>``): its
+#: deliveries were lost too often or for too long; its database could not be reached.
+FLEET_RETRIES = "fleet_retries"
+FLEET_DATABASE_UNREACHABLE = "fleet_database_unreachable"
+
 #: Night ids are workflow ids and directory names under the worker's ``--runs``.
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 
@@ -53,6 +62,15 @@ class Submission(BaseModel):
     """The spec's ``[fleet] max_deliveries``: lost deliveries before the night is given up."""
     stall_s: float = Field(default=900.0, gt=0)
     """The spec's ``[fleet] stall_s``: a night without progress this long is handed back."""
+    retry_for_s: float = Field(default=600.0, gt=0)
+    """The spec's ``[fleet] retry_for_s``: how long an unreachable database is tried."""
+    retry_first_s: float = Field(default=1.0, gt=0)
+    """The spec's ``[fleet] retry_first_s``: the first wait before trying it again."""
+    retry_max_s: float = Field(default=60.0, gt=0)
+    """The spec's ``[fleet] retry_max_s``: the longest wait between two tries."""
+    record_for_h: float = Field(default=72.0, gt=0)
+    """The spec's ``[fleet] record_for_h``: how long the ending of a night given up while
+    its database was unreachable is tried to be recorded."""
 
     @field_validator("night_id")
     @classmethod
@@ -69,6 +87,12 @@ class Submission(BaseModel):
             self.spec is not None and spec_hash(self.spec) != self.spec_sha256
         ):
             raise ValueError("spec_sha256 is not the hash of spec")
+        return self
+
+    @model_validator(mode="after")
+    def _backoff_in_order(self) -> Submission:
+        if self.retry_max_s < self.retry_first_s:
+            raise ValueError("retry_max_s is shorter than retry_first_s")
         return self
 
 
@@ -91,7 +115,8 @@ class Delivery(BaseModel):
     """How it ended: ``HeartbeatTimeout``, ``NightStalled``, ``NightDrained``, ..."""
     detail: str
     counted: bool
-    """Whether it counts against ``max_deliveries`` (a drain or a busy night does not)."""
+    """Whether it counts against ``max_deliveries`` (a drain, a busy night or an unreachable
+    database does not)."""
 
     def line(self) -> str:
         return f"#{self.n} on {self.worker or 'unknown worker'}: {self.failure} ({self.detail})"
@@ -106,6 +131,18 @@ class GiveUp(BaseModel):
     submission: Submission
     why: str
     deliveries: list[Delivery]
+    cause: str = FLEET_RETRIES
+    """The detail of the night's ending: ``UNRECOVERABLE_ERROR:<cause>``."""
+
+    def message(self) -> str:
+        """Why the fleet gave up, with every delivery listed."""
+        if not self.deliveries:
+            return f"the fleet gave up on this night: {self.why}"
+        lines = "; ".join(d.line() for d in self.deliveries)
+        return (
+            f"the fleet gave up on this night: {self.why}, after "
+            f"{len(self.deliveries)} lost deliveries: {lines}"
+        )
 
 
 class NightOutcome(BaseModel):

@@ -31,7 +31,7 @@ from overnight.fleet.activities import Drains, NightActivities
 from overnight.fleet.database import connect_pool, migrate
 from overnight.fleet.guard import MARK_ENV
 from overnight.fleet.submission import DEFAULT_TASK_QUEUE
-from overnight.fleet.workflow import NightWorkflow
+from overnight.fleet.workflow import NightWorkflow, RecordWorkflow
 
 
 async def connect(address: str, namespace: str) -> Client:
@@ -97,7 +97,7 @@ async def serve(
             worker = Worker(
                 client,
                 task_queue=task_queue,
-                workflows=[NightWorkflow],
+                workflows=[NightWorkflow, RecordWorkflow],
                 activities=[activities.register, activities.carry_out, activities.give_up],
                 activity_executor=pool_x,
                 max_concurrent_activities=max_nights,
