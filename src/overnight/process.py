@@ -61,6 +61,9 @@ _KILL_SETTLE_S = 1.0
 
 _READ_CHUNK = 1 << 20
 
+#: How much of a command's output ``run_command`` keeps in ``output`` (its tail).
+MAX_OUTPUT = 20_000
+
 #: What a secret value is replaced with.
 REDACTED = b"[redacted]"
 #: Output is redacted this many bytes at a time.
@@ -218,11 +221,12 @@ def run_command(
     confine: Confinement | None = None,
     should_stop: Callable[[], str | None] | None = None,
     log_path: Path | None = None,
-    max_output: int = 20_000,
+    max_output: int = MAX_OUTPUT,
     poll_s: float = 0.05,
     on_spawn: Callable[[int], None] | None = None,
     stdin: bytes | None = None,
     pass_fds: Sequence[int] = (),
+    place: Callable[[str], str] | None = None,
 ) -> CommandResult:
     """Run ``command`` in ``cwd`` and wait for it, never longer than ``timeout_s``: a string
     with ``/bin/sh -c``, a list of words as it is. With ``confine`` it runs in the sandbox,
@@ -243,6 +247,10 @@ def run_command(
     harness must keep feeding); without it, the command reads an empty input.
 
     ``pass_fds`` are descriptors the command inherits (a file the harness reads afterwards).
+
+    ``place`` is applied to the output before it is cut to its tail (``overnight.core.places``:
+    the paths of where the command ran written the same wherever that was, so that the cut
+    falls in the same place); the log keeps the output as printed.
 
     Whatever happens, including an exception in ``should_stop`` or ``on_spawn``, the whole
     process group is ended and the shell reaped before this returns; a confined command's
@@ -305,7 +313,10 @@ def run_command(
                 _release(confine, cwd)
         seconds = time.monotonic() - start
         _redact_sink(sink, secret_values())
-        output = _read_tail(sink, max_output, log_path)
+        shown = None if log_path is None else str(log_path)
+        if place is not None and shown is not None:
+            shown = place(shown)
+        output = _read_tail(sink, max_output, shown, place)
 
     exit_code: int | None = None
     if not (timed_out or interrupted):
@@ -546,26 +557,52 @@ def _has_running_member(pgid: int) -> bool:
     return False
 
 
-def _read_tail(sink: IO[bytes], max_output: int, log_path: Path | None) -> str:
-    """Decode the whole output file, counting characters but keeping only the tail."""
-    sink.seek(0)
+def decoded(handle: IO[bytes], place: Callable[[str], str] | None = None) -> Iterator[str]:
+    """The text of ``handle`` (UTF-8, an undecodable byte shown as U+FFFD) in pieces, read a
+    chunk at a time. With ``place``, each piece is ``place`` applied to whole lines (a line
+    longer than a chunk is placed a chunk at a time), so a path is never split between two
+    calls of it."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = ""
+    while True:
+        chunk = handle.read(_READ_CHUNK)
+        text = decoder.decode(chunk, final=not chunk)
+        if place is None:
+            if text:
+                yield text
+        else:
+            pending += text
+            end = pending.rfind("\n") + 1
+            if not chunk or (end == 0 and len(pending) > _READ_CHUNK):
+                end = len(pending)
+            if end:
+                yield place(pending[:end])
+                pending = pending[end:]
+        if not chunk:
+            return
+
+
+def _read_tail(
+    sink: IO[bytes],
+    max_output: int,
+    shown: str | None,
+    place: Callable[[str], str] | None = None,
+) -> str:
+    """Decode the whole output file (with ``place`` applied), counting characters but keeping
+    only the tail; ``shown``: the log as the marker names it."""
+    sink.seek(0)
     total = 0
     tail = ""
-    while True:
-        chunk = sink.read(_READ_CHUNK)
-        text = decoder.decode(chunk, final=not chunk)
+    for text in decoded(sink, place):
         total += len(text)
         tail = (tail + text)[-max_output:] if max_output > 0 else ""
-        if not chunk:
-            break
     if total <= max_output:
         return tail
     # The marker's length depends on the count it reports, which depends on how much of the
     # tail fits next to it: iterate to the fixed point (keep only ever shrinks, so it ends).
     keep = max_output
     while True:
-        marker = _cut_marker(total - keep, log_path)
+        marker = _cut_marker(total - keep, shown)
         new_keep = max(0, max_output - len(marker))
         if new_keep == keep:
             break
@@ -573,6 +610,23 @@ def _read_tail(sink: IO[bytes], max_output: int, log_path: Path | None) -> str:
     return marker + (tail[-keep:] if keep else "")
 
 
-def _cut_marker(cut: int, log_path: Path | None) -> str:
-    where = f"; full output in {log_path}" if log_path is not None else ""
+def _cut_marker(cut: int, shown: str | None) -> str:
+    where = f"; full output in {shown}" if shown is not None else ""
     return f"[overnight: {cut} characters cut from the start of the output{where}]\n"
+
+
+def placed_output(
+    result: CommandResult, place: Callable[[str], str], max_output: int = MAX_OUTPUT
+) -> str:
+    """``result.output`` as ``place`` writes it (``overnight.core.places``), cut to its tail
+    only afterwards: read again from the log, which holds the whole output, so that where it
+    is cut and the count of what was cut do not depend on how long the places were. Without
+    a readable log, ``output`` placed (cut already, which only an output longer than
+    ``max_output`` shows)."""
+    if result.log_path is None:
+        return place(result.output)
+    try:
+        with open(result.log_path, "rb") as log:
+            return _read_tail(log, max_output, place(str(result.log_path)), place)
+    except OSError:
+        return place(result.output)

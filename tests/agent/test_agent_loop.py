@@ -211,7 +211,7 @@ def test_a_command_repeating_its_output_loops_however_long_each_run_takes(
     assert len({o.splitlines()[1] for o in outputs}) == 2  # each run took longer
     assert outputs[0].splitlines()[2] == "problem 0"
     if lines > 2:  # a cut output names its own log each time
-        assert all("characters cut here; the full output is saved in" in o for o in outputs)
+        assert all("characters cut here; the full output is kept in" in o for o in outputs)
         assert outputs[0] != outputs[1]
     assert [o["status"] for o in executor_outcomes(rd)] == ["looping"]
     assert "repeated the same tool call" in result.plan.parked[0].reason

@@ -14,7 +14,7 @@ from overnight.config.spec import Spec
 from overnight.core.evidence import RunReport
 from overnight.core.text import clip
 from overnight.night.worktree import Worktree
-from overnight.process import CommandResult, Confinement
+from overnight.process import CommandResult, Confinement, placed_output
 from overnight.store.trace import Trace
 
 
@@ -126,5 +126,5 @@ class Checkouts:
             )
             raise SetupFailed(
                 f"the set-up command `{self.command}` {said} in the {place}: "
-                f"{clip(result.output, 1500)}".strip()
+                f"{clip(placed_output(result, self.worktree.places()), 1500)}".strip()
             )

@@ -20,7 +20,7 @@ from overnight.models.reach import check_reach
 from overnight.models.seam import python_model
 from overnight.night.compose import load_executor
 from overnight.night.worktree import check_repository, git_common_dir
-from overnight.sandbox.bwrap import sandbox_env
+from overnight.sandbox.bwrap import SandboxUnavailable, sandbox_env, sandbox_programs
 from overnight.sandbox.policy import check_paths, make_sandbox
 from overnight.seams import ModelClient, TaskExecutor
 from overnight.store.rundir import overnight_home
@@ -125,22 +125,24 @@ SHELL_WORDS = frozenset(
 )
 
 
-def program_of(command: str) -> str | None:
-    """The program a shell command starts with (none for a path, or a word the shell runs
-    itself)."""
+def first_word(command: str) -> str | None:
+    """The word a shell command starts with, after any assignments."""
     lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     try:
         words = list(lexer)
     except ValueError:
         return None
-    for word in words:
-        if "=" in word and not word.startswith("="):
-            continue  # an assignment before the program
-        if word in SHELL_WORDS or "/" in word or not word[0].isalnum():
-            return None
-        return word
-    return None
+    return next((w for w in words if not ("=" in w and not w.startswith("="))), None)
+
+
+def program_of(command: str) -> str | None:
+    """The program a shell command starts with (none for a path, or a word the shell runs
+    itself)."""
+    word = first_word(command)
+    if word is None or word in SHELL_WORDS or "/" in word or not word[0].isalnum():
+        return None
+    return word
 
 
 def command_path(spec: Spec) -> str:
@@ -193,6 +195,65 @@ def check_programs(spec: Spec, *, executor: TaskExecutor | None = None) -> None:
     for program, field, need, fix in tool_programs(spec, executor=executor):
         if shutil.which(program, path=path) is None:
             raise ConfigError(field, f"{program} is not on PATH ({need}; PATH={path})", fix)
+
+
+def command_programs(spec: Spec) -> list[tuple[str, str, str]]:
+    """The first word of each of the night's own commands (the goal predicate, its set-up,
+    each ``[[tasks]]`` verify and command), with the field that holds it and the command."""
+    p = spec.predicate
+    found: list[tuple[str, str | None]] = [
+        ("predicate.command", p.command),
+        ("predicate.setup", p.setup),
+    ]
+    for t in spec.tasks:
+        found += [(f"tasks.{t.id}.verify", t.verify), (f"tasks.{t.id}.command", t.command)]
+    out: list[tuple[str, str, str]] = []
+    for field, command in found:
+        word = first_word(command) if command else None
+        if word is None or word in SHELL_WORDS or not (word[0].isalnum() or "/" in word):
+            continue
+        out.append((word, field, str(command)))
+    return out
+
+
+def check_command_programs(spec: Spec, root: Path | None = None) -> None:
+    """The program each of the night's own commands starts with (``command_programs``) is
+    on PATH as a command of the night sees it, or, named by a path, in ``root`` (the copy of
+    the repository the commands run in; a relative one is not looked for without it, nor
+    when a set-up command may make it): a ``ConfigError`` naming the program and how to make
+    it right otherwise."""
+    path = command_path(spec)
+    for word, field, command in command_programs(spec):
+        if "/" not in word:
+            if shutil.which(word, path=path) is None:
+                raise ConfigError(
+                    field,
+                    f"{word} is not on PATH (`{command}` runs it; PATH={path})",
+                    f"install {word}, or put the directory that holds it on PATH",
+                )
+            continue
+        where = Path(word)
+        if not where.is_absolute():
+            if root is None or spec.predicate.setup is not None:
+                continue
+            where = root / where
+        if not where.exists():
+            raise ConfigError(
+                field,
+                f"{word} does not exist here (`{command}` runs it)",
+                f"make {word} (or install what provides it) where the command runs",
+            )
+
+
+def check_sandbox_programs(spec: Spec) -> None:
+    """bubblewrap and prlimit are installed when a command of the night must run sandboxed
+    (``check_sandbox`` probes the sandbox itself, once the repository is there)."""
+    if not spec.needs_sandbox():
+        return
+    try:
+        sandbox_programs()
+    except SandboxUnavailable as exc:
+        raise ConfigError("sandbox", exc.problem, exc.fix) from None
 
 
 def check_model_reach(spec: Spec, *, model: ModelClient | None = None) -> list[str]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from overnight.config.spec import Spec
 from overnight.core.errors import ConfigError, WorkspaceError
 from overnight.core.evidence import BaseTests, RunReport, Scope, base_tests
+from overnight.core.places import WORKSPACE, Places
 from overnight.core.resume import cannot_run_reason, runs_pytest
 from overnight.core.state import PredicateRecord
 from overnight.night import worktree as ws
@@ -105,9 +106,14 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
     commit = ws.head(repo)
     command = spec.predicate.command
     timeout = min(spec.predicate.timeout_s, spec.budget.hours * 3600.0)
+    # The output of the run on the base commit is the predicate's first detail, which the
+    # replan shows a model: its places are written as shown before it is cut to its tail.
     with _export(repo, commit) as where:
+        places = Places.of(
+            trees=ws.path_forms(where), named=[(f, WORKSPACE) for f in ws.path_forms(repo)]
+        )
         _set_up(spec, policy, where, commit)
-        base = _run(spec, policy, command, where, timeout, complete=True)
+        base = _run(spec, policy, command, where, timeout, complete=True, places=places)
     check = StartCheck(commit)
     extra = _extra_files(repo)
     here: _Outcome | None = None
@@ -144,7 +150,7 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
         check.base = base_tests(command, commit, base.tests)
     ran = Ran(base.result, timeout, False, base.tests)
     scope = (check.base, Scope()) if check.base is not None else None
-    check.predicate = judged_predicate(ran, scope).model_copy(update={"at_start": True})
+    check.predicate = judged_predicate(ran, scope, places).model_copy(update={"at_start": True})
     check.output = base.result.output
     return check
 
@@ -243,9 +249,11 @@ def _run(
     *,
     user_checkout: bool = False,
     complete: bool = False,
+    places: Places | None = None,
 ) -> _Outcome:
     """``command`` in ``where`` as the night's first check runs it (sandboxed when the mode
-    is on); in the user's checkout, writing no bytecode and no pytest cache."""
+    is on); in the user's checkout, writing no bytecode and no pytest cache. ``places``:
+    written as shown in its output, before the output is cut to its tail."""
     tests = runs_pytest(command)
     extra = {"PYTHONDONTWRITEBYTECODE": "1"} if user_checkout else {}
     confine: Confinement | None = policy.confinement(agent_worked=False)
@@ -262,6 +270,7 @@ def _run(
             env=env,
             confine=confine,
             pass_fds=(evidence.fd,) if evidence is not None else (),
+            place=places,
         )
         return _Outcome(result, evidence.read() if evidence is not None else None)
 

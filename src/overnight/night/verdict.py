@@ -30,6 +30,7 @@ from overnight.config.spec import Spec
 from overnight.core.automation import Automation, AutomationChange, automation_changes
 from overnight.core.evidence import BaseTests, Evidence, Judgement, RunReport, Scope, base_tests
 from overnight.core.evidence import judge as judge_tests
+from overnight.core.places import Places
 from overnight.core.protect import ChangedPath, Protection, build_protection
 from overnight.core.resume import VerifyOutcome, cannot_run_reason, outcome_of_exit, runs_pytest
 from overnight.core.state import PredicateRecord, RunState
@@ -40,7 +41,7 @@ from overnight.night.checkouts import NoTimeLeft, Ran, RunCheck, SetupFailed, ra
 from overnight.night.planner import verify_prefixes
 from overnight.night.testrun import runner_touches
 from overnight.night.worktree import Worktree
-from overnight.process import Confinement
+from overnight.process import Confinement, placed_output
 from overnight.seams import ToolError
 from overnight.store.trace import Trace
 from overnight.tools.shell import check_command
@@ -98,6 +99,9 @@ class Verdicts:
         self.confinement = confinement
         self.log_name = log_name
         self.seconds_left = seconds_left
+        self.places = worktree.places()
+        """How the run's places are written in a verdict's detail, which a model is shown (a
+        retry's first message, the replan): before the output is cut to a length."""
         self._protection: Protection | None = None
         self._automation = Automation(tuple(spec.predicate.allow_automation))
         self._links: tuple[str, dict[str, str]] | None = None
@@ -217,7 +221,8 @@ class Verdicts:
                 if not judged.met:
                     outcome = VerifyOutcome.NOT_DONE
                 self.trace.event("decision", decision="verify_evidence", task=task.id, verdict=why)
-        detail = f"{why}: {clip(result.output, OUTPUT_TAIL)}".strip()
+        told = clip(placed_output(result, self.places), OUTPUT_TAIL)
+        detail = f"{self.places(why)}: {told}".strip()
         return Verdict(outcome, detail, cannot_run, evidence)
 
     def predicate(self) -> PredicateRecord:
@@ -259,7 +264,7 @@ class Verdicts:
         if as_record and ran.tests is not None and not ran.result.timed_out:
             found = base_tests(p.command, self.state.base_commit, ran.tests)
             base = (self.keep(p.command, found, ran.result.seconds), Scope())
-        record = judged_predicate(ran, base)
+        record = judged_predicate(ran, base, self.places)
         self.trace.event(
             "tool_call",
             tool="predicate",
@@ -332,17 +337,20 @@ class Verdicts:
         return found
 
 
-def judged_predicate(ran: Ran, base: tuple[BaseTests, Scope] | None) -> PredicateRecord:
+def judged_predicate(
+    ran: Ran, base: tuple[BaseTests, Scope] | None, places: Places
+) -> PredicateRecord:
     """The goal predicate's record from its run: for pytest, judged per test against the base
-    record; a timeout is never met."""
+    record; a timeout is never met. Its detail, which the replan shows a model, has the run's
+    ``places`` written as they are shown before its output is cut to a length."""
     result = ran.result
     met = result.exit_code == 0
-    detail = clip(result.output, OUTPUT_TAIL)
+    detail = clip(placed_output(result, places), OUTPUT_TAIL)
     judged: Judgement | None = None
     if ran.tests is not None:
         judged = Verdicts.judge(ran, base)
         met = judged.met and not result.timed_out
-        detail = f"{judged.verdict}\n{detail}"
+        detail = f"{places(judged.verdict)}\n{detail}"
     if ran.cut_at_time_limit:
         detail = f"not met (timed out at the time limit, after {result.seconds:.1f} s)\n{detail}"
     elif result.timed_out:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from overnight.core.candidate import CandidateRules
 from overnight.core.errors import ConfigError, DiskFull, WorkspaceError
+from overnight.core.places import RUN_DIR, WORKSPACE, Places
 from overnight.night import git
 from overnight.night.candidate import (
     SYMLINK,
@@ -44,6 +45,12 @@ FALLBACK_EMAIL = "overnight@localhost"
 # `git worktree add` writes this lock reason first and removes it when the worktree is ready;
 # the harness uses the same reason while it writes the worktree's files.
 _INITIALIZING = "initializing"
+
+
+def path_forms(path: Path) -> list[str]:
+    """``path`` as the text a program may print it as: absolute, and with its links
+    resolved."""
+    return [str(path.absolute()), os.path.realpath(path)]
 
 
 def check_repository(path: Path) -> Path:
@@ -474,6 +481,19 @@ class Worktree:
     def head(self) -> str:
         """The branch's commit."""
         return _rev(self.common, self.ref)
+
+    def places(self) -> Places:
+        """The run's places as a model is shown them (``overnight.core.places``): the
+        worktree and the clean checkout as ``.``, the run directory holding them as
+        ``<run-dir>``, the user's repository as ``<workspace>``."""
+        trees = [self.path, self.checkout_path]
+        named = [(self.repo, WORKSPACE)]
+        if self.path.absolute().parent == self.checkout_path.absolute().parent:
+            named.append((self.path.absolute().parent, RUN_DIR))
+        return Places.of(
+            trees=(form for tree in trees for form in path_forms(tree)),
+            named=((form, name) for path, name in named for form in path_forms(path)),
+        )
 
     def candidate(self, message: str) -> Candidate:
         """The changes as a commit on top of the branch (its ``commit`` None when nothing

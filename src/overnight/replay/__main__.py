@@ -13,7 +13,8 @@ from overnight.replay.run import SHIPPED, save_recording
 
 def main() -> int:
     base = Path(tempfile.mkdtemp(prefix="overnight-recording-"))
-    # long paths: a replay pads its own to the recording's lengths, never shortens them
+    # under a long path: a replay under any other asks the same (the harness writes the run's
+    # paths relative or as placeholders before it cuts what a model is shown)
     where = base / ("x" * 100)
     try:
         code = run_demo(where, quiet=True, example=SHIPPED)

@@ -2,8 +2,13 @@
 at the run's base commit, with a model that answers from the recording.
 
 It reports the first place the replay differs from the recording (a request, a tool result
-inside one, an extra call, a task's verdict) and otherwise that it ended the same: the same
-ending, the same verified tasks and the same tree on the branch.
+inside one, an extra call, a task's verdict), with the recorded and replayed text around it,
+and how many of the recorded calls the replay asked alike; otherwise that it ended the same:
+the same ending, the same verified tasks and the same tree on the branch. Past a divergence
+it goes on answering from the recording by position (``overnight.replay.model``).
+
+Before anything is copied or run, the machine is checked for what the recorded night used
+(``check_machine``): a missing program is a ``ConfigError`` naming it and how to install it.
 """
 
 from __future__ import annotations
@@ -20,8 +25,9 @@ from overnight import api
 from overnight.config.spec import Spec
 from overnight.core.errors import ConfigError
 from overnight.night import git
+from overnight.night.preflight import check_command_programs, check_programs, check_sandbox_programs
 from overnight.replay.model import Divergence, ReplayModel
-from overnight.store.answers import ANSWERS_FILE, placeholders
+from overnight.store.answers import ANSWERS_FILE, PLACED_SINCE, placeholders
 from overnight.store.journal import read_intact_records
 from overnight.store.rundir import RunDir, read_json
 
@@ -151,33 +157,42 @@ class ReplayReport:
     calls: tuple[int, int]
     """Answers recorded, and calls the replay had answered from them."""
     notes: tuple[str, ...] = ()
+    matched: int = 0
+    """Calls whose request was the recorded one at their position."""
+    made: int = 0
+    """Calls the replay made."""
+    stopped: str | None = None
+    """Why the replay could answer no further, when it could not."""
+
+    @property
+    def calls_matched(self) -> str:
+        """``N of M``: calls asked as recorded, of the calls recorded."""
+        return f"{self.matched} of {self.calls[0]}"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "calls_matched": self.calls_matched}
 
     @property
     def exit_code(self) -> int:
         return 0 if self.same else 3
 
 
-def padded(into: Path, name: str, length: int | None) -> Path:
-    """``into/name``, its name lengthened with dashes to ``length`` characters in all when
-    it is shorter: a replay's paths as long as the recording's, so that tool output cut to a
-    length (a predicate's last lines) is cut at the same place."""
-    path = into.absolute() / name
-    if length is not None and len(str(path)) < length:
-        path = path.with_name(name + "-" * (length - len(str(path))))
-    return path
-
-
-def _lengths(rec: Recording) -> dict[str, int]:
-    first = rec.answers[0] if rec.answers else {}
-    lengths = first.get("name_lengths")
-    return {str(k): int(v) for k, v in lengths.items()} if isinstance(lengths, dict) else {}
+def _format_note(rec: Recording) -> tuple[str, ...]:
+    """A note when the recording's answers are of a format recorded before the run's paths
+    were written alike before a cut: its requests may hold what the harness no longer asks."""
+    versions = {int(a.get("version") or 1) for a in rec.answers}
+    if not versions or min(versions) >= PLACED_SINCE:
+        return ()
+    return (
+        f"the recording's answers are of format {min(versions)}, recorded by an older "
+        "overnight that showed the model the run's own paths (and cut output after them); "
+        "a request holding such output now names them relative or as placeholders and is "
+        "reported as differing: record the night again to compare it call by call",
+    )
 
 
 def _workspace(rec: Recording, into: Path) -> Path:
-    copy = padded(into, "workspace", _lengths(rec).get("<workspace>"))
+    copy = into.absolute() / "workspace"
     if rec.example is not None:
         from overnight.cli.demo import prepare_example
 
@@ -201,6 +216,22 @@ def _workspace(rec: Recording, into: Path) -> Path:
     return copy
 
 
+def replay_spec(rec: Recording, copy: Path) -> Spec:
+    """The recorded spec, its workspace the copy at ``copy``."""
+    return Spec.model_validate({**rec.spec, "base_dir": str(copy), "workspace": "."})
+
+
+def check_machine(spec: Spec, copy: Path | None = None) -> None:
+    """What the recorded night used is on this machine, or a ``ConfigError`` naming what is
+    missing and how to install it: the programs of its tools (ripgrep behind ``search_text``,
+    each ``[tools] commands`` program), bubblewrap when the sandbox is on, and the program of
+    the goal predicate, its set-up and each task's verify and command (on PATH; one named by
+    a path, in the copy of the workspace, once there is one)."""
+    check_programs(spec)
+    check_sandbox_programs(spec)
+    check_command_programs(spec, copy)
+
+
 def _first_verdict_difference(old: list[list[str]], new: list[list[str]]) -> Divergence | None:
     for i in range(max(len(old), len(new))):
         a = old[i] if i < len(old) else None
@@ -212,13 +243,16 @@ def _first_verdict_difference(old: list[list[str]], new: list[list[str]]) -> Div
 
 def replay(rec: Recording, into: Path | None = None) -> ReplayReport:
     """Run the recorded night again in ``into`` (a new or empty directory)."""
+    if into is not None and into.exists() and any(into.iterdir()):
+        raise ConfigError("--into", f"{into} is not empty", "pass a new or empty directory")
+    # before anything is copied or run: what the recorded night used is here
+    check_machine(replay_spec(rec, (into or Path(tempfile.gettempdir())) / "workspace"))
     base = into or Path(tempfile.mkdtemp(prefix="overnight-replay-"))
-    if base.exists() and any(base.iterdir()):
-        raise ConfigError("--into", f"{base} is not empty", "pass a new or empty directory")
     base.mkdir(parents=True, exist_ok=True)
     copy = _workspace(rec, base)
-    spec = Spec.model_validate({**rec.spec, "base_dir": str(copy), "workspace": "."})
-    run_dir = padded(base, "run", _lengths(rec).get("<run-dir>"))
+    spec = replay_spec(rec, copy)
+    check_command_programs(spec, copy)
+    run_dir = base.absolute() / "run"
 
     def names() -> list[tuple[str, str]]:
         manifest = read_json(run_dir / "run.json")
@@ -230,12 +264,12 @@ def replay(rec: Recording, into: Path | None = None) -> ReplayReport:
     tree = git.answer(copy, "rev-parse", f"{head}^{{tree}}") if head else None
     verified = [v.id for v in result.verified]
     divergence = model.divergence
-    if divergence is None and model.answered < len(rec.answers):
+    if divergence is None and model.calls < len(rec.answers):
         divergence = Divergence(
-            model.answered + 1,
-            str(rec.answers[model.answered].get("purpose")),
+            model.calls + 1,
+            str(rec.answers[model.calls].get("purpose")),
             "request",
-            f"the replay made {model.answered} calls; the recording has {len(rec.answers)}",
+            f"the replay made {model.calls} calls; the recording has {len(rec.answers)}",
         )
     if divergence is None:
         divergence = _first_verdict_difference(rec.verdicts, verdicts_of(run_dir / "trace.jsonl"))
@@ -251,20 +285,11 @@ def replay(rec: Recording, into: Path | None = None) -> ReplayReport:
         "the workspace copy does not start from the recorded base tree: its files differ "
         "(for the shipped recording, the bundled example changed: `python -m overnight.replay` "
         "records it again)",
-    ) * changed + tuple(
-        f"the replay's {name} path ({len(str(path))} characters) is longer than the "
-        f"recording's ({length}): tool output cut to a length may be cut elsewhere; "
-        "--into a shorter directory avoids it"
-        for name, path, length in (
-            ("run directory", run_dir, _lengths(rec).get("<run-dir>")),
-            ("workspace", copy, _lengths(rec).get("<workspace>")),
-        )
-        if length is not None and len(str(path)) > length
-    )
+    ) * changed + _format_note(rec)
     return ReplayReport(
         notes=notes,
         kind="replay",
-        version=1,
+        version=2,
         recording=rec.name,
         run_dir=str(run_dir),
         same=same,
@@ -273,6 +298,9 @@ def replay(rec: Recording, into: Path | None = None) -> ReplayReport:
         verified=(rec.verified, verified),
         tree=(rec.tree, tree),
         calls=(len(rec.answers), model.answered),
+        matched=model.matched,
+        made=model.calls,
+        stopped=model.stopped,
     )
 
 
@@ -281,16 +309,28 @@ def render_replay(r: ReplayReport) -> str:
     if r.divergence is not None:
         d = r.divergence
         lines.append(f"  DIVERGED at call {d.call} ({d.purpose}, {d.kind}): {d.detail}")
+        if d.recorded or d.replayed:
+            lines += [f"    recorded: {d.recorded}", f"    replayed: {d.replayed}"]
+    if r.stopped is not None:
+        lines.append(f"  stopped:  the recording could answer no further: {r.stopped}")
+    elif (
+        r.divergence is not None
+        and r.divergence.kind != "verdict"
+        and r.calls[1] >= r.divergence.call
+    ):
+        lines.append("  went on:  past the divergence, each call answered by its position")
     lines += [
         f"  ending:   recorded {r.stop_reason[0]}, replayed {r.stop_reason[1]}",
         f"  verified: recorded {', '.join(r.verified[0]) or 'none'}; "
         f"replayed {', '.join(r.verified[1]) or 'none'}",
         f"  tree:     recorded {r.tree[0] or 'unknown (its workspace is gone)'}, "
         f"replayed {r.tree[1] or 'none'}",
-        f"  calls:    {r.calls[0]} recorded, {r.calls[1]} replayed",
+        f"  calls:    {r.calls_matched} calls matched ({r.calls[0]} recorded; the replay made "
+        f"{r.made}, {r.calls[1]} answered from the recording)",
         *(f"  note: {n}" for n in r.notes),
-        "SAME: the replay ended as the recorded night did."
+        f"SAME: the replay ended as the recorded night did; {r.calls_matched} calls matched."
         if r.same
-        else "DIFFERENT: the replay did not end as the recorded night did.",
+        else f"DIFFERENT: the replay did not end as the recorded night did; {r.calls_matched} "
+        "calls matched.",
     ]
     return "\n".join(lines) + "\n"

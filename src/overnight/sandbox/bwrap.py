@@ -348,16 +348,9 @@ def find_program(name: str) -> str | None:
     return shutil.which(name)
 
 
-def build_sandbox(
-    spec: SandboxSpec,
-    *,
-    sealed: Iterable[Path],
-    writable: Iterable[Path] = (),
-    readable: Iterable[Path] = (),
-    home: Path | None = None,
-) -> Sandbox:
-    """A sandbox hiding ``sealed`` and the user's home; raises ``SandboxUnavailable`` when
-    bubblewrap or prlimit is not installed."""
+def sandbox_programs() -> tuple[str, str]:
+    """Where bubblewrap and prlimit are; ``SandboxUnavailable`` naming the one missing and
+    how to install it."""
     bwrap = find_program("bwrap")
     if bwrap is None:
         raise SandboxUnavailable(
@@ -371,6 +364,20 @@ def build_sandbox(
             "prlimit (util-linux) is not installed",
             'install util-linux, or set [sandbox] mode = "off"',
         )
+    return bwrap, prlimit
+
+
+def build_sandbox(
+    spec: SandboxSpec,
+    *,
+    sealed: Iterable[Path],
+    writable: Iterable[Path] = (),
+    readable: Iterable[Path] = (),
+    home: Path | None = None,
+) -> Sandbox:
+    """A sandbox hiding ``sealed`` and the user's home; raises ``SandboxUnavailable`` when
+    bubblewrap or prlimit is not installed."""
+    bwrap, prlimit = sandbox_programs()
     layout = plan_layout(
         sealed=sealed,
         home=Path.home() if home is None else home,

@@ -8,6 +8,11 @@ keep, and past ``MAX_FILE_BYTES`` nothing more is recorded. The run's own names 
 directory, its workspace, its id and branch) are written as placeholders, so that a replay
 under other names asks the same requests. Each request is keyed by its digest with the
 durations commands print masked.
+
+What the harness cuts to a length before a model sees it (a command's output, a check's) has
+the run's places written relative or as placeholders before the cut (``overnight.core.places``),
+so a replay under paths of any length is cut at the same place. Answers of format 1 were
+recorded before that: they also hold ``name_lengths``, how long the run's own names were.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ from overnight.process import secret_values
 from overnight.store.journal import Journal
 from overnight.store.trace import redact, replaced
 
-ANSWERS_VERSION = 1
+ANSWERS_VERSION = 2
+#: The first format whose requests do not depend on how long the run's paths were.
+PLACED_SINCE = 2
 ANSWERS_FILE = "answers.jsonl"
 MAX_RECORD_BYTES = 512_000
 MAX_FILE_BYTES = 64_000_000
@@ -87,9 +94,6 @@ class AnswerRecorder:
     def __init__(self, path: Path, names: Sequence[tuple[str, str]]) -> None:
         self.path = path
         self.names = list(names)
-        self.lengths = {placeholder: len(real) for real, placeholder in self.names}
-        """How long the run's own names were: a replay makes its own as long, since tool
-        output cut to a length cuts elsewhere when a path in it is longer."""
         self._secrets = secret_values()
         self._bytes = path.stat().st_size if path.exists() else 0
         self.calls = 0
@@ -107,7 +111,6 @@ class AnswerRecorder:
             "n": self.calls,
             "purpose": request.purpose,
             "request_key": request_key(req),
-            "name_lengths": self.lengths,
             "request": req,
             "response": res,
         }

@@ -9,11 +9,10 @@ bounded part of the output; the full output of a long command is kept in the run
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from overnight import process
 from overnight.core.errors import RunError
 from overnight.seams import ToolContext, ToolError, ToolOutcome
 from overnight.tools.args import str_arg
-from overnight.tools.paths import real_root
+from overnight.tools.paths import real_root, tool_places
 from overnight.tools.shell import check_command, parse_command
 
 
@@ -31,21 +30,21 @@ def artifact_name(call_id: str) -> str:
     return name[:120] or "call"
 
 
-def _head_and_tail(path: Path, budget: int) -> tuple[str, str, int]:
-    """The output in ``path`` for the model: ``(all of it, "", total)`` when it fits in
-    ``budget`` characters, else ``(first quarter, last three quarters, total)`` of the
-    budget; ``total`` is the output's length in characters."""
+def _head_and_tail(
+    path: Path, budget: int, place: Callable[[str], str] | None = None
+) -> tuple[str, str, int]:
+    """The output in ``path`` for the model, with ``place`` applied before it is cut:
+    ``(all of it, "", total)`` when it fits in ``budget`` characters, else ``(first quarter,
+    last three quarters, total)`` of the budget; ``total`` is the output's length in
+    characters."""
     head_budget = budget // 4
     tail_budget = budget - head_budget
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     whole: list[str] | None = []
     head = ""
     tail = ""
     total = 0
     with open(path, "rb") as handle:
-        while True:
-            chunk = handle.read(1 << 20)
-            text = decoder.decode(chunk, final=not chunk)
+        for text in process.decoded(handle, place):
             total += len(text)
             if whole is not None:
                 whole.append(text)
@@ -54,8 +53,6 @@ def _head_and_tail(path: Path, budget: int) -> tuple[str, str, int]:
             if len(head) < head_budget:
                 head += text[: head_budget - len(head)]
             tail = (tail + text)[-tail_budget:] if tail_budget else ""
-            if not chunk:
-                break
     if whole is not None:
         return "".join(whole), "", total
     return head, tail, total
@@ -127,7 +124,7 @@ class RunCommandTool:
                 log_path=log,
                 max_output=self.max_output_chars,
             )
-            head, tail, total = _head_and_tail(log, self.max_output_chars)
+            head, tail, total = _head_and_tail(log, self.max_output_chars, tool_places(ctx))
         except (RunError, OSError) as exc:
             raise ToolError(f"the command could not be run: {exc}") from None
 
@@ -147,7 +144,7 @@ class RunCommandTool:
             artifact = str(log)
             body = (
                 f"{head}\n[... {cut} of {total} characters cut here; the full output is "
-                f"saved in {log} ...]\n{tail}"
+                f"kept in the run's artifacts as {log.name} ...]\n{tail}"
             )
         else:
             body = head

@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from overnight.seams import ToolError
+from overnight.core.places import ARTIFACTS, Places
+from overnight.seams import ToolContext, ToolError
 
 GIT_DIR = ".git"
 
@@ -76,6 +77,19 @@ def resolve_inside(root: Path, user_path: str) -> Path:
     if _names_git(resolved.relative_to(top).parts):
         raise ToolError(_git_message(shown))
     return resolved
+
+
+def tool_places(ctx: ToolContext) -> Places:
+    """How a tool's output and errors write where the run lives (``overnight.core.places``):
+    the worktree as ``.`` (a traceback's ``/…/worktree/src/a.py`` reads ``./src/a.py``, a
+    path the tools take), the run's artifacts as ``<artifacts>``."""
+    return Places.of(
+        trees=[str(ctx.root.absolute()), os.path.realpath(ctx.root)],
+        named=[
+            (str(ctx.artifacts.absolute()), ARTIFACTS),
+            (os.path.realpath(ctx.artifacts), ARTIFACTS),
+        ],
+    )
 
 
 def display(root: Path, path: Path) -> str:

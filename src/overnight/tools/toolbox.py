@@ -23,6 +23,7 @@ from overnight.tools.command import RunCommandTool
 from overnight.tools.external import load_external
 from overnight.tools.files import EditFileTool, ReadFileTool, WriteFileTool
 from overnight.tools.mcp import mcp_tools
+from overnight.tools.paths import tool_places
 from overnight.tools.search import ListFilesTool, SearchTextTool
 
 #: A crash message longer than this is cut (a repr can be huge).
@@ -126,14 +127,16 @@ class Toolbox:
             problem = self._full_check(name, tool.input_schema, args)
         if problem is not None:
             return ToolOutcome(f"invalid arguments for {name}: {problem}", is_error=True)
+        # An error names the run's places as its output does (``tool_places``), before a cut.
         try:
             outcome = tool.run(args, ctx)
         except ToolError as exc:
-            return ToolOutcome(str(exc) or f"{name} failed", is_error=True)
+            return ToolOutcome(tool_places(ctx)(str(exc)) or f"{name} failed", is_error=True)
         except DiskFull:
             raise  # not the model's problem to solve: the run ends disk_full, with a result
         except Exception as exc:
-            return ToolOutcome(f"tool crashed: {_cut(repr(exc))}", is_error=True)
+            said = tool_places(ctx)(repr(exc))
+            return ToolOutcome(f"tool crashed: {_cut(said)}", is_error=True)
         if not isinstance(outcome, ToolOutcome):
             return ToolOutcome(
                 f"tool crashed: {name} returned {_cut(repr(outcome))} instead of an outcome",
