@@ -186,8 +186,8 @@ class Confinement(Protocol):
         ``{"child-pid": N}`` to ``info_fd``, the first process of its PID namespace.
         ``files`` are regular files made readable at their own path wherever they are (the
         program a user's entry names), or unix sockets made reachable there (the metering
-        proxy a CLI agent reaches its model through). ``cwd`` may be lent to the confined process's uid
-        until ``release``."""
+        proxy a CLI agent reaches its model through). ``cwd`` may be lent to the confined
+        process's uid until ``release``."""
         ...
 
     def release(self, cwd: Path) -> None:
