@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from overnight.config.sandbox import SandboxSpec
-from overnight.executors.runner import WithCli
+from overnight.night.testrun import WithAdditions
 from overnight.process import run_command
 from overnight.sandbox import build_sandbox
 from tests.helpers.sandbox import require_bwrap
@@ -46,7 +46,7 @@ def test_a_socket_in_a_hidden_place_is_reachable_and_nothing_beside_it(tmp_path:
         f"s.connect({str(path)!r}); print(s.recv(100).decode().strip()); "
         f"print(sorted(os.listdir({str(hidden)!r}))); print(os.getuid())"
     )
-    confine = WithCli(sandbox, {"EXTRA": "1"}, (path,))
+    confine = WithAdditions(sandbox, {"EXTRA": "1"}, (path,))
     try:
         ran = run_command([sys.executable, "-c", code], cwd=worktree, timeout_s=30, confine=confine)
     finally:

@@ -417,6 +417,18 @@ class Ledger:
                 best = fits if best is None else min(best, fits)
         return best if best is not None else 10**9
 
+    def refusal(self) -> BudgetRefused | None:
+        """The refusal ``blocked`` stands for (a call refused at a line, by this ledger or by
+        a meter holding against it from another thread); None while nothing was refused."""
+        budget = self.blocked
+        if budget is None:
+            return None
+        if budget == "tokens":
+            reached = self.refused_at.get(TOKENS, 0.0)
+            return BudgetRefused(budget, reached, float(self.limit_tokens or 0), unit="tokens")
+        reached = self.refused_at.get(FLEET_MONEY if budget == FLEET_MONEY else MONEY, 0.0)
+        return BudgetRefused(budget, reached, self.limit_usd)
+
     # -- reserve, book, release --------------------------------------------------------------
 
     def reserve(

@@ -38,7 +38,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -49,6 +49,7 @@ from overnight.core.ignore import Rule, decide, parse_rules
 from overnight.core.tasks import Task
 from overnight.executors.events import Reader, Said, reader_for, short
 from overnight.executors.preflight import QUIET_ENV, CliFound
+from overnight.night.testrun import WithAdditions
 from overnight.process import CommandResult, Confinement, run_command, scrubbed_env
 from overnight.proxy import bridge
 from overnight.sandbox.view import SANDBOX_HOME
@@ -125,34 +126,6 @@ class Launch:
     argv: list[str]
     env: dict[str, str] = field(default_factory=dict)
     stdin: bytes | None = None
-
-
-@dataclass(frozen=True)
-class WithCli:
-    """A confinement whose commands also get ``additions`` in their environment and see
-    ``files`` (read-only, at their own paths: the CLI's installation, the bridge, the proxy's
-    socket)."""
-
-    inner: Confinement
-    additions: Mapping[str, str]
-    files: tuple[Path, ...]
-
-    @property
-    def env(self) -> Mapping[str, str]:
-        return {**self.inner.env, **self.additions}
-
-    def command(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: Path,
-        info_fd: int | None = None,
-        files: Sequence[Path] = (),
-    ) -> list[str]:
-        return self.inner.command(argv, cwd=cwd, info_fd=info_fd, files=[*files, *self.files])
-
-    def release(self, cwd: Path) -> None:
-        self.inner.release(cwd)
 
 
 class CliExecutor:
@@ -326,7 +299,7 @@ class _Run:
                 argv,
                 cwd=self.ctx.workdir,
                 timeout_s=self.limit,
-                confine=WithCli(confine, env, tuple(files)),
+                confine=WithAdditions(confine, env, tuple(files)),
                 should_stop=should_stop,
                 log_path=self.log,
                 stdin=stdin,
@@ -560,7 +533,6 @@ __all__ = [
     "Endpoint",
     "Launch",
     "NoModelAccess",
-    "WithCli",
     "build_prompt",
     "changes",
     "free_port",

@@ -26,7 +26,7 @@ from overnight.core.budget import (
 )
 from overnight.core.candidate import park_reason
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
-from overnight.core.errors import BudgetRefused, Interrupted
+from overnight.core.errors import Interrupted
 from overnight.core.goal import Goal
 from overnight.core.resume import VerifyOutcome
 from overnight.core.state import RunState, cannot_run_reason_text
@@ -380,21 +380,13 @@ class Night:
         self.state.add_lessons(outcome.lessons)
         if self.signals.requested:
             raise Interrupted(self.signals.requested)
-        if self.ledger.blocked is not None:
+        refused = self.ledger.refusal()
+        if refused is not None:
             # A call of the executor's was refused at a budget line (a CLI's, through the
             # proxy): the lap ends as when the built-in agent's call is refused, the task in
             # flight for a resume with a raised budget to judge.
-            raise self.refusal(self.ledger.blocked)
+            raise refused
         return outcome.status
-
-    def refusal(self, budget: str) -> BudgetRefused:
-        """The refusal the ledger's ``blocked`` flag stands for."""
-        led = self.ledger
-        if budget == "tokens":
-            reached = led.refused_at.get(TOKENS, 0.0)
-            return BudgetRefused(budget, reached, float(led.limit_tokens or 0), unit="tokens")
-        reached = led.refused_at.get(FLEET_MONEY if budget == FLEET_MONEY else MONEY, 0.0)
-        return BudgetRefused(budget, reached, led.limit_usd)
 
     def exec_context(self, task: Task, attempt: int, earlier: str) -> ExecContext:
         """What an executor is given for one attempt at ``task``."""
