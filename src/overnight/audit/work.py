@@ -13,11 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from importlib.metadata import packages_distributions
 from pathlib import Path
 
 from overnight.audit import gitread
@@ -31,6 +29,7 @@ from overnight.core.resume import VerifyOutcome, outcome_of_exit, runs_pytest
 from overnight.core.suite import record_for
 from overnight.core.tasks import CompletedTask, Task
 from overnight.core.text import printable
+from overnight.installed import installed_module_names
 from overnight.night.planner import verify_prefixes
 from overnight.night.preflight import sealed_places
 from overnight.night.testrun import confined, pytest_evidence
@@ -175,7 +174,7 @@ def protection_of(files: RunFiles) -> Protection:
     spec = files.spec
     files_at_base, dirs_at_base = tree_paths(files.workspace, files.state.base_commit)
     commands = [spec.predicate.command, *(t.verify for t in spec.tasks)]
-    modules = set(sys.stdlib_module_names) | set(packages_distributions())
+    modules = installed_module_names()
     return build_protection(spec.predicate.protect, commands, files_at_base, dirs_at_base, modules)
 
 

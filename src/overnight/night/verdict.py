@@ -20,10 +20,8 @@ Three steps, and this module is where each happens:
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib.metadata import packages_distributions
 from pathlib import Path
 
 from overnight.config.spec import Spec
@@ -37,6 +35,7 @@ from overnight.core.state import PredicateRecord, RunState
 from overnight.core.suite import record_for
 from overnight.core.tasks import Task
 from overnight.core.text import clip
+from overnight.installed import installed_module_names
 from overnight.night.checkouts import NoTimeLeft, Ran, RunCheck, SetupFailed, ran_fields
 from overnight.night.planner import verify_prefixes
 from overnight.night.testrun import runner_touches
@@ -295,7 +294,7 @@ class Verdicts:
         if self._protection is None:
             files, dirs = self.worktree.tree_paths(self.state.base_commit)
             commands = [self.spec.predicate.command, *(t.verify for t in self.spec.tasks)]
-            modules = set(sys.stdlib_module_names) | set(packages_distributions())
+            modules = installed_module_names()
             self._protection = build_protection(
                 self.spec.predicate.protect, commands, files, dirs, modules
             )

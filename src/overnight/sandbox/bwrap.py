@@ -87,7 +87,10 @@ def _real(path: Path | str) -> Path:
 
 
 def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+    # By text: both are absolute and normal, and ``root in path.parents`` builds every parent
+    # of ``path`` each time (thousands of calls for one command's mounts).
+    inside, top = str(path), str(root)
+    return inside == top or inside.startswith(top if top.endswith("/") else top + "/")
 
 
 @dataclass(frozen=True)
