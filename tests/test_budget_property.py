@@ -274,7 +274,7 @@ def run_generated(night: NightPlan, root: Path) -> tuple[Path, Any, Provider, Fl
 
 
 @settings(
-    max_examples=40,
+    max_examples=25,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

@@ -45,7 +45,7 @@ TASKS = 8
 CAP_USD = 5.0
 # Another seed or more trials, to hunt: OVERNIGHT_CHAOS_SEED=7 OVERNIGHT_CHAOS_TRIALS=200
 SEED = int(os.environ.get("OVERNIGHT_CHAOS_SEED", "20261202"))
-TRIALS = int(os.environ.get("OVERNIGHT_CHAOS_TRIALS", "20"))
+TRIALS = int(os.environ.get("OVERNIGHT_CHAOS_TRIALS", "10"))
 
 FAKE_MODEL = """\
 from overnight.testing import ScriptedModel

@@ -76,7 +76,7 @@ PATH_ALPHABET = "ab/.-]{},\\!^"
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning")
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.text(GLOB_ALPHABET, min_size=1, max_size=9), st.text(PATH_ALPHABET, max_size=8))
 def test_same_answers_as_the_regular_expression_it_replaced(pattern: str, path: str) -> None:
     old = _old_regex(pattern)
@@ -91,7 +91,7 @@ def test_same_answers_as_the_regular_expression_it_replaced(pattern: str, path: 
     assert glob.match(path) == (old.match(path) is not None), (pattern, path)
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=1500, deadline=None)
 @given(st.text("ab.*?[]!-", min_size=1, max_size=8), st.text("ab.-]!", max_size=8))
 def test_within_one_name_same_answers_as_fnmatch(pattern: str, name: str) -> None:
     try:

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from tests.helpers.ignore_oracle import Case, Oracle, Tree, directories, disagreement, paths
 
-EXAMPLES = int(os.environ.get("OVERNIGHT_IGNORE_EXAMPLES", "500"))
+EXAMPLES = int(os.environ.get("OVERNIGHT_IGNORE_EXAMPLES", "250"))
 
 # "\udcff" is the byte 0xff, which no UTF-8 name holds.
 NAME_PIECES = (
