@@ -21,6 +21,21 @@ if os.environ.get("PATH", "").split(os.pathsep)[0] != _HERE:
     os.environ["PATH"] = os.pathsep.join([_HERE, os.environ.get("PATH", os.defpath)])
 
 
+#: Where the longest tests are (real packages' whole suites, real agent CLIs): with the kill -9
+#: trials they start first, so the run ends on short tests rather than one worker finishing a
+#: long one alone.
+_LONG = ("tests/realrepos/", "tests/executors/")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("chaos") is not None:
+            return 0
+        return 1 if item.nodeid.startswith(_LONG) else 2
+
+    items.sort(key=rank)  # stable: the same order on every worker
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     # One worker more than cores: a test spends much of its time waiting on the processes
     # it started (nights, sandboxes, git), and the extra worker fills that time.

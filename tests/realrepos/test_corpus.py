@@ -17,9 +17,10 @@ pytestmark = pytest.mark.usefixtures("corpus")
 
 BY_NAME = pytest.mark.parametrize("package", TARGETED, ids=[p.id for p in TARGETED])
 
-#: The packages a wrong or forged fix is tried on: one of each layout the screening treats
-#: apart (a single module with its tests beside it, tests inside the package, a src layout).
-#: Every package gets the correct fix, with and without a build step.
+#: The packages a build step, a wrong or a forged fix is tried on: one of each layout the
+#: screening treats apart (a single module with its tests beside it, tests inside the
+#: package, a src layout), each with a tracked egg-info its build rewrites. Every package gets
+#: the correct fix.
 SCREENED = [p for p in TARGETED if p.name in ("six", "toolz", "cachetools")]
 BY_LAYOUT = pytest.mark.parametrize("package", SCREENED, ids=[p.id for p in SCREENED])
 
@@ -31,7 +32,7 @@ def test_the_correct_fix_lands_with_only_its_source_diff(package: Package, tmp_p
     assert_landed_alone(night, outcome)
 
 
-@BY_NAME
+@BY_LAYOUT
 def test_the_correct_fix_after_a_build_step_lands_with_only_its_source_diff(
     package: Package, tmp_path: Path
 ) -> None:
