@@ -7,8 +7,6 @@ import re
 import string
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from overnight.core.errors import ConfigError
@@ -58,6 +56,10 @@ class ExternalToolSpec(BaseModel):
             raise ValueError(
                 f'the mutating tool {self.name!r} needs a task_key, e.g. "{{order_id}}:refund"'
             )
+        # Imported here: a spec without external tools does not pay for loading jsonschema.
+        from jsonschema import Draft202012Validator
+        from jsonschema.exceptions import SchemaError
+
         try:
             Draft202012Validator.check_schema(self.input_schema)
         except SchemaError as exc:

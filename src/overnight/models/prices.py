@@ -36,12 +36,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime
 from decimal import Decimal
-
-from genai_prices.data_snapshot import get_snapshot
-from genai_prices.types import ModelPrice, TieredPrices
+from typing import TYPE_CHECKING
 
 from overnight.core.budget import Price, PriceTier
 from overnight.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from genai_prices.types import ModelPrice
+
+# genai-prices is imported where it is used: loading its data costs about 0.1 s, which a
+# night whose spec prices its model never needs.
 
 #: Our provider names -> genai-prices provider ids (None: let genai-prices match the model).
 GENAI_PROVIDER: dict[str, str | None] = {
@@ -54,6 +58,8 @@ GENAI_PROVIDER: dict[str, str | None] = {
 
 def _decimal_rate(model_price: ModelPrice, key: str, above: int | None) -> Decimal | None:
     """The rate of ``key`` for a call whose input is past ``above`` tokens (None: the base)."""
+    from genai_prices.types import TieredPrices
+
     value = getattr(model_price, key, None)
     if isinstance(value, TieredPrices):
         rate = value.base
@@ -100,6 +106,8 @@ def _rates(model_price: ModelPrice, above: int | None) -> Price | None:
 
 
 def _tier_starts(model_price: ModelPrice) -> list[int]:
+    from genai_prices.types import TieredPrices
+
     starts: set[int] = set()
     for key in RATE_KEYS:
         value = getattr(model_price, key, None)
@@ -122,6 +130,8 @@ RATE_KEYS = (
 def genai_price(model: str, provider: str, when: datetime | None = None) -> Price | None:
     """The model's standard price from genai-prices, its tiers included, or None when it does
     not know it."""
+    from genai_prices.data_snapshot import get_snapshot
+
     try:
         _provider, info = get_snapshot().find_provider_model(
             model, None, GENAI_PROVIDER.get(provider), None

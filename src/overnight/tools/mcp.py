@@ -26,9 +26,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
-
 from overnight.config.tools import ExternalToolSpec, McpServerSpec, ToolsSpec, template_fields
 from overnight.core.errors import ConfigError, SpecProblems
 from overnight.process import Confinement
@@ -158,6 +155,8 @@ class McpTool:
             raise ToolError(f"{self.name}: the server's input schema is not valid JSON Schema")
         # The toolbox checked the arguments against the schema it had; when the server was
         # not listed then, that was a placeholder, so they are checked here again.
+        from jsonschema import Draft202012Validator
+
         errors = list(Draft202012Validator(listed.input_schema).iter_errors(dict(args)))
         if errors:
             raise ToolError(f"invalid arguments for {self.name}: {errors[0].message}")
@@ -201,6 +200,9 @@ class McpTool:
 
 
 def usable_schema(schema: Mapping[str, Any]) -> bool:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(dict(schema))
     except SchemaError:

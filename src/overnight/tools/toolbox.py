@@ -10,9 +10,7 @@ import copy
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any
 
 from overnight.config.tools import BUILTIN_TOOLS, ToolsSpec
 from overnight.core.errors import DiskFull
@@ -25,6 +23,9 @@ from overnight.tools.files import EditFileTool, ReadFileTool, WriteFileTool
 from overnight.tools.mcp import mcp_tools
 from overnight.tools.paths import tool_places
 from overnight.tools.search import ListFilesTool, SearchTextTool
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 #: A crash message longer than this is cut (a repr can be huge).
 _CRASH_REPR_CHARS = 2000
@@ -150,6 +151,8 @@ class Toolbox:
         never reaches a tool, hence never the effects ledger."""
         validator = self._validators.get(name)
         if validator is None:
+            from jsonschema import Draft202012Validator  # loaded at a night's first tool call
+
             validator = self._validators[name] = Draft202012Validator(dict(schema))
         errors = sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.path])
         if not errors:
