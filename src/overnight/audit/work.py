@@ -24,15 +24,15 @@ from overnight.audit.model import AuditCheck, check
 from overnight.core.automation import Automation, automation_changes
 from overnight.core.errors import ConfigError, WorkspaceError
 from overnight.core.evidence import judge
-from overnight.core.protect import ChangedPath, Protection, build_protection
+from overnight.core.protect import ChangedPath, Protection
 from overnight.core.resume import VerifyOutcome, outcome_of_exit, runs_pytest
 from overnight.core.suite import record_for
 from overnight.core.tasks import CompletedTask, Task
 from overnight.core.text import printable
-from overnight.installed import installed_module_names
 from overnight.night.planner import verify_prefixes
 from overnight.night.preflight import sealed_places
 from overnight.night.testrun import confined, pytest_evidence
+from overnight.night.verdict import protection_for
 from overnight.night.worktree import changed_links, changes_between, links_of, tree_paths
 from overnight.process import run_command
 from overnight.report.result import VerifiedTask
@@ -171,11 +171,8 @@ def commit_check(
 
 def protection_of(files: RunFiles) -> Protection:
     """The run's protected paths, built as the harness builds them (base tree, spec)."""
-    spec = files.spec
     files_at_base, dirs_at_base = tree_paths(files.workspace, files.state.base_commit)
-    commands = [spec.predicate.command, *(t.verify for t in spec.tasks)]
-    modules = installed_module_names()
-    return build_protection(spec.predicate.protect, commands, files_at_base, dirs_at_base, modules)
+    return protection_for(files.spec, files_at_base, dirs_at_base)
 
 
 def protected_check(files: RunFiles, landed: Landed, protection: Protection) -> AuditCheck | None:

@@ -74,6 +74,16 @@ class Verdict:
     evidence: Evidence = "exit_code_only"
 
 
+def protection_for(spec: Spec, files_at_base: set[str], dirs_at_base: set[str]) -> Protection:
+    """What judges the work of a night of ``spec`` whose base tree holds these paths: the
+    protect globs, what the predicate and the verify commands name, and the installed module
+    names a new top-level file may not shadow. The night and its audit both build it here."""
+    commands = [spec.predicate.command, *(t.verify for t in spec.tasks)]
+    return build_protection(
+        spec.predicate.protect, commands, files_at_base, dirs_at_base, installed_module_names()
+    )
+
+
 class Verdicts:
     """Record the base, judge a candidate, explain the judgement, for one night."""
 
@@ -293,11 +303,7 @@ class Verdicts:
     def protection(self) -> Protection:
         if self._protection is None:
             files, dirs = self.worktree.tree_paths(self.state.base_commit)
-            commands = [self.spec.predicate.command, *(t.verify for t in self.spec.tasks)]
-            modules = installed_module_names()
-            self._protection = build_protection(
-                self.spec.predicate.protect, commands, files, dirs, modules
-            )
+            self._protection = protection_for(self.spec, files, dirs)
         return self._protection
 
     def screen(self, task: Task, candidate: str | None, parent: str | None = None) -> Screen:
