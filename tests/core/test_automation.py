@@ -293,3 +293,147 @@ def test_links_too_costly_to_resolve_count_and_a_path_too_long_leads_nowhere() -
     assert {h.path for h in every} == {*links, "calc.py"}
     assert "too many, too long or too deeply chained" in hits[-1].sentence()
     assert resolve("a", {"a": "/".join(["abcdefgh"] * 600)})[0] is None
+
+
+# -- a coding agent's standing instructions ----------------------------------------------------
+
+INSTRUCTIONS = "standing instructions a coding agent reads on start"
+
+#: The files and directories coding agents read their standing instructions from by themselves.
+INSTRUCTION_FILES = [
+    "CLAUDE.md",
+    "CLAUDE.local.md",
+    "AGENTS.md",
+    "AGENTS.override.md",
+    "AGENT.md",
+    "GEMINI.md",
+    "QWEN.md",
+    "CRUSH.md",
+    "CRUSH.local.md",
+    ".cursorrules",
+    ".github/copilot-instructions.md",
+    ".github/instructions/python.instructions.md",
+    ".github/prompts/review.prompt.md",
+    ".github/chatmodes/plan.chatmode.md",
+    ".github/agents/reviewer.agent.md",
+    ".windsurfrules",
+    ".clinerules",
+    ".clinerules/style.md",
+    ".clinerules-code",
+    ".roorules",
+    ".roorules-code",
+    ".kilocoderules",
+    ".kilocode/rules/style.md",
+    ".kiro/steering/product.md",
+    ".junie/guidelines.md",
+    ".amazonq/rules/style.md",
+    ".augment-guidelines",
+    ".augment/rules/style.md",
+    ".rules",
+    ".goosehints",
+    ".trae/rules/project_rules.md",
+    ".qoder/rules/style.md",
+]
+
+
+def odd_case(path: str) -> str:
+    """``Claude.MD``: every other letter's case swapped."""
+    return "".join(ch.swapcase() if i % 2 else ch for i, ch in enumerate(path))
+
+
+@pytest.mark.parametrize("name", INSTRUCTION_FILES)
+@pytest.mark.parametrize("where", ["top", "nested", "odd case", "nested odd case"])
+def test_a_coding_agents_standing_instructions_are_an_automation_path(
+    name: str, where: str
+) -> None:
+    path = name if where in ("top", "odd case") else f"pkg/sub/{name}"
+    if "odd case" in where:
+        path = odd_case(path)
+    assert file_rule(path) == INSTRUCTIONS, path
+    [hit] = found(("A", path))
+    assert (hit.path, hit.reaches, hit.how, hit.what) == (path, path, "path", INSTRUCTIONS)
+    assert hit.sentence() == f"`{path}` is {INSTRUCTIONS} (created)"
+
+
+@pytest.mark.parametrize(
+    "path", ["Claude.MD", "claude.md", "pkg/Agents.Md", ".GitHub/Copilot-Instructions.MD"]
+)
+def test_instructions_in_odd_case_count(path: str) -> None:
+    assert file_rule(path) == INSTRUCTIONS, path
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        # already under a coding agent's directory: still covered
+        ".cursor/rules/style.mdc",
+        ".windsurf/rules/style.md",
+        ".claude/CLAUDE.md",
+        ".roo/rules/style.md",
+        ".gemini/styleguide.md",
+    ],
+)
+def test_instructions_under_an_agents_directory_stay_covered(path: str) -> None:
+    assert file_rule(path) is not None, path
+    assert file_rule(odd_case(path)) is not None, path
+    assert file_rule(f"pkg/sub/{path}") is not None, path
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "README.md",
+        "docs/claude.md.txt",
+        "agents.py",
+        "src/agents.py",
+        "src/rules.py",
+        "rules.md",
+        "docs/rules",
+        "docs/agents/notes.md",
+        "my-agents.md",
+        "claude.mdx",
+        "CLAUDE.txt",
+        ".github/instructions.md",
+        ".github/prompt.md",
+        "github/instructions/python.instructions.md",
+        "docs/copilot-instructions.txt",
+        "cursorrules.md",
+        "kiro/steering/product.md",
+        ".amazonq/notes.md",
+    ],
+)
+def test_look_alikes_of_instructions_are_not(path: str) -> None:
+    assert file_rule(path) is None, path
+    assert found(("A", path)) == []
+
+
+def test_instructions_reached_through_a_link_count() -> None:
+    # CLAUDE.md is often a link to AGENTS.md or to a guide: what it stands for counts.
+    base = {"CLAUDE.md": "docs/agent-guide.md"}
+    [hit] = found(("M", "docs/agent-guide.md"), ("M", "calc.py"), base_links=base)
+    assert (hit.path, hit.how, hit.reaches, hit.what) == (
+        "docs/agent-guide.md",
+        "through link",
+        "CLAUDE.md",
+        INSTRUCTIONS,
+    )
+    [hit] = found(("A", "notes.md"), new_links={"notes.md": "AGENTS.md"})
+    assert (hit.how, hit.reaches) == ("link target", "AGENTS.md")
+    # a link standing for a directory of rules
+    [hit] = found(("A", ".clinerules"), new_links={".clinerules": "docs/rules"})
+    assert hit.what == INSTRUCTIONS
+    [hit] = found(("A", ".amazonq"), new_links={".amazonq": "docs/q"})
+    assert (hit.how, hit.what) == ("directory link", INSTRUCTIONS)
+
+
+def test_allowing_instructions_allows_them_as_written() -> None:
+    hits = found(("A", "AGENTS.md"), ("A", "pkg/AGENTS.md"), ("A", "agents.md"), ("A", "CLAUDE.md"))
+    blocked, allowed = Automation(("AGENTS.md",)).split(hits)
+    assert [a.path for a in allowed] == ["AGENTS.md", "pkg/AGENTS.md"]
+    assert [b.path for b in blocked] == ["agents.md", "CLAUDE.md"]
+    reason, lines = park_reason([], [], blocked)
+    assert reason == f"{AUTOMATION_REASON}: `agents.md`, `CLAUDE.md`"
+    assert lines == [
+        f"`agents.md` is {INSTRUCTIONS} (created)",
+        f"`CLAUDE.md` is {INSTRUCTIONS} (created)",
+    ]

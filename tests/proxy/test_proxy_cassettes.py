@@ -13,6 +13,8 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from overnight.proxy.allowlist import Unforwardable
+from overnight.proxy.protocols import read_request
 from overnight.proxy.server import MeteringProxy, upstreams_from_env
 from overnight.testing.meters import RecordingMeter
 from tests.models.cassettes import Interaction, cassette_dir, load
@@ -50,6 +52,31 @@ def body_for(interaction: Interaction) -> bytes:
     return json.dumps(body).encode()
 
 
+#: Recorded requests that ask for what the proxy cannot bound before sending, by the end of
+#: their cassette's name: the name of what the refusal names.
+REFUSED = {
+    "TestSyncRunTools__092be1de-d3f8-4c22-a4ea-a7ad54689836.json": "'container'",
+    "anthropic_to_google_deferred_capability_history_replay.yaml": "tool_search_tool_bm25",
+    "test_anthropic_compaction_usage_with_cache.yaml": "compact_20260112",
+    "test_anthropic_compaction_usage_with_cache_streaming.yaml": "compact_20260112",
+    "test_openai_responses_streaming_usage.yaml": "'previous_response_id'",
+}
+
+
+def _refusals(pairs: list[tuple[Interaction, object]]) -> list[Exception]:
+    out: list[Exception] = []
+    for interaction, _ in pairs:
+        try:
+            read_request(ROUTES[interaction.path], body_for(interaction))
+        except Unforwardable as exc:
+            out.append(exc)
+    return out
+
+
+def refused_for(name: str) -> str | None:
+    return next((named for end, named in REFUSED.items() if name.endswith(end)), None)
+
+
 @pytest.mark.parametrize("name", sorted(EXPECTED), ids=lambda n: n.split("/")[-1][-70:])
 def test_a_recorded_answer_reaches_the_client_whole_and_its_bill_is_booked(
     name: str, folder: Path, server: ReplayServer
@@ -66,6 +93,9 @@ def test_a_recorded_answer_reaches_the_client_whole_and_its_bill_is_booked(
         "OPENAI_API_KEY": KEY,
     }
     meter = RecordingMeter(max_output=100_000)
+    assert refused_for(name) is None or any(
+        refused_for(name) in str(exc) for exc in _refusals(pairs)
+    ), "a cassette listed as refused is forwarded"
     with MeteringProxy(upstreams_from_env(env), tcp_port=0) as proxy, httpx2.Client() as client:
         proxy.admit(TOKEN, meter)
         for at, (interaction, expect) in enumerate(pairs):
@@ -79,6 +109,13 @@ def test_a_recorded_answer_reaches_the_client_whole_and_its_bill_is_booked(
                 content=body_for(interaction),
                 headers={**auth, "content-type": "application/json"},
             )
+            named = refused_for(name)
+            if named is not None and meter.unforwarded:
+                # refused unforwarded, in the provider's shape, naming what it cannot bound
+                assert response.status_code == (400 if api == "anthropic" else 429)
+                assert named in response.text and "is not forwarded" in response.text
+                assert len(server.received) == len(meter.records) == at  # nothing more sent
+                return
             [*_, settled] = meter.settled(at + 1)
 
             assert server.received[-1].headers.get(

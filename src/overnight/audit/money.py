@@ -93,7 +93,9 @@ def _booked_cost(
         return to_nanos(float(rec["usd"])), int(rec["tokens"]), exc.problem
     except (TypeError, ValueError) as exc:
         return to_nanos(float(rec["usd"])), int(rec["tokens"]), f"unreadable usage: {exc}"
-    return bill.cost_nanos(price), bill.total_tokens, None
+    rate = Decimal(str(rec["rate"])) if "rate" in rec else None
+    fees = to_nanos(float(rec.get("fees_usd") or 0))
+    return bill.cost_nanos(price, rate) + fees, bill.total_tokens, None
 
 
 def reprice(files: RunFiles) -> Repriced:

@@ -19,6 +19,9 @@ def priced_models(spec: Spec) -> list[str]:
     names: list[str | None] = list(spec.prices)
     if spec.model is not None:
         names += [spec.model.name, spec.agent.mechanical_model]
+    cli = spec.executor
+    if cli is not None and cli.is_cli and cli.model is not None:
+        names.append(cli.model)
     return [n for n in dict.fromkeys(names) if n is not None]
 
 
@@ -36,6 +39,10 @@ def price_record(spec: Spec) -> dict[str, Any]:
             **_rates(price),
             "tiers": [{"above": t.above, **_rates(t.price)} for t in price.tiers],
         }
+        if price.per_use:
+            record[name]["per_use"] = dict(price.per_use)
+        if price.multipliers:
+            record[name]["multipliers"] = dict(price.multipliers)
     return record
 
 
@@ -53,7 +60,11 @@ def _price(entry: dict[str, Any]) -> Price:
     tiers = tuple(
         PriceTier(above=int(t["above"]), price=_flat(t)) for t in entry.get("tiers") or []
     )
-    return replace(_flat(entry), tiers=tiers)
+    per_use = tuple((str(k), float(v)) for k, v in (entry.get("per_use") or {}).items())
+    multipliers = tuple(
+        (str(k), float(v)) for k, v in sorted((entry.get("multipliers") or {}).items())
+    )
+    return replace(_flat(entry), tiers=tiers, per_use=per_use, multipliers=multipliers)
 
 
 def table_from_record(record: dict[str, Any]) -> PriceTable:

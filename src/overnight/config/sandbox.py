@@ -12,6 +12,10 @@ from overnight.core.errors import ConfigError
 SandboxMode = Literal["auto", "on", "off"]
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HOST = re.compile(
+    r"^(?=.{1,253}$)([A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*"
+    r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.?$"
+)
 
 #: Set by the sandbox itself; a spec cannot pass the harness's own values of these.
 OWN_VARIABLES = frozenset({"PATH", "HOME", "TMPDIR"})
@@ -31,6 +35,12 @@ class SandboxSpec(BaseModel):
     network: bool = False
     """Give sandboxed commands the machine's network. Default: a network namespace of their
     own with loopback only."""
+    hosts: list[str] = Field(default_factory=list)
+    """Hosts the model provider may reach for sandboxed work: a CLI agent's request that has
+    the provider search or fetch the web is forwarded only when it limits the provider to
+    domains named here (``allowed_domains``), or when ``network = true``; each is named in the
+    trace. A URL the provider would fetch as a document or image is refused whatever this
+    says: its size, and so its cost, cannot be known before it is sent."""
     writable: list[str] = Field(default_factory=list)
     """Paths (relative to the spec's directory) sandboxed commands may write besides the
     worktree and their private /tmp. They may not hold the run directory, the workspace or
@@ -58,6 +68,18 @@ class SandboxSpec(BaseModel):
     cpu_seconds: int = Field(default=3600, ge=0)
     """CPU seconds each sandboxed process may use (0: no limit); wall time is bounded by the
     command's own timeout."""
+
+    @field_validator("hosts")
+    @classmethod
+    def _host_names(cls, value: list[str]) -> list[str]:
+        for host in value:
+            if not _HOST.match(host):
+                raise ConfigError(
+                    "sandbox.hosts",
+                    f"{host!r} is not a host name",
+                    'name hosts alone, without a scheme or path, e.g. hosts = ["docs.python.org"]',
+                )
+        return [h.lower().rstrip(".") for h in value]
 
     @field_validator("env")
     @classmethod

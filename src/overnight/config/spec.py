@@ -301,16 +301,58 @@ class PriceSpec(_Strict):
     """$ per million 5-minute cache-write tokens; default 1.25 x input."""
     cache_write_1h: float | None = Field(default=None, ge=0)
     """$ per million 1-hour cache-write tokens; default 2 x input."""
+    web_search: float | None = Field(default=None, ge=0)
+    """$ per web search the provider runs for the model (a server tool, billed by the use:
+    Anthropic and OpenAI charge $10 per 1,000, $0.01). Unset: a CLI's request that offers the
+    provider's web search is refused, not forwarded."""
+    web_fetch: float | None = Field(default=None, ge=0)
+    """$ per web fetch the provider makes for the model (a server tool; Anthropic bills its
+    fetched content as input tokens and no fee, so 0 prices it). Unset: refused."""
+    multipliers: dict[str, float] = Field(default_factory=dict)
+    """Factors on every rate for a request that asks to be served another way, keyed
+    ``field=value``: ``"speed=fast"`` (Anthropic's fast mode), ``"service_tier=priority"``,
+    ``"service_tier=flex"``, ``"inference_geo=us"``. A request asking for one not named here
+    is refused, not forwarded (the proxy pins the service tier to the standard one)."""
+
+    @field_validator("multipliers")
+    @classmethod
+    def _multiplier_keys(cls, value: dict[str, float]) -> dict[str, float]:
+        for key, factor in value.items():
+            name, eq, choice = key.partition("=")
+            if not eq or name not in MULTIPLIER_FIELDS or not choice:
+                raise ConfigError(
+                    "prices.multipliers",
+                    f"{key!r} is not a multiplier the harness knows",
+                    "key each by field=value, the field one of "
+                    + ", ".join(MULTIPLIER_FIELDS)
+                    + ' (e.g. "service_tier=priority" = 1.8)',
+                )
+            if factor < 0:
+                raise ConfigError(
+                    "prices.multipliers", f"{key!r} = {factor} is negative", "use a factor >= 0"
+                )
+        return value
 
     def price(self) -> Price:
         base = Price.from_input_output(self.input, self.output)
+        per_use = tuple(
+            (name, fee)
+            for name, fee in (("web_search", self.web_search), ("web_fetch", self.web_fetch))
+            if fee is not None
+        )
         return Price(
             self.input,
             self.output,
             base.cache_read if self.cache_read is None else self.cache_read,
             base.cache_write_5m if self.cache_write_5m is None else self.cache_write_5m,
             base.cache_write_1h if self.cache_write_1h is None else self.cache_write_1h,
+            per_use=per_use,
+            multipliers=tuple(sorted(self.multipliers.items())),
         )
+
+
+#: The request fields a ``[prices.MODEL] multipliers`` key may name.
+MULTIPLIER_FIELDS = ("speed", "service_tier", "inference_geo")
 
 
 class EffectsSpec(_Strict):

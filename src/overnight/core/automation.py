@@ -3,9 +3,11 @@ them (``[predicate] allow_automation``).
 
 An automation path is a file that makes code run on an event rather than by a person's
 command: CI on a push, a git filter on checkout, direnv on ``cd``, an editor's task on opening
-the folder, a commit hook, an install script, a coding agent's hook or tool server. Changing
-one (creating, editing, deleting, or renaming into or out of it) parks an agent task with its
-patch, like a change to what judges the work; an allowed change lands and is reported.
+the folder, a commit hook, an install script, a coding agent's hook or tool server, or the
+standing instructions a coding agent reads by itself on start (``AGENTS.md``, ``CLAUDE.md``,
+``.cursorrules``), which steer what the next agent runs unattended. Changing one (creating,
+editing, deleting, or renaming into or out of it) parks an agent task with its patch, like a
+change to what judges the work; an allowed change lands and is reported.
 
 Every rule matches at any depth: a nested ``.gitattributes`` or ``.envrc`` is read there by
 its tool, and a nested ``.github/workflows`` is not read by GitHub but is one move away from
@@ -49,6 +51,7 @@ _SHELL = "shell configuration loaded on entering the directory"
 _EDITOR = "editor configuration that can run tasks on opening the folder"
 _INSTALL = "package manager configuration that runs programs on install"
 _AGENT = "coding agent configuration that starts programs (hooks, tool servers)"
+_INSTRUCTIONS = "standing instructions a coding agent reads on start"
 
 #: The automation paths: ``dir/**`` is everything below that directory, anything else a file
 #: name (a glob). Lower case; matched at any depth against folded names.
@@ -124,6 +127,33 @@ AUTOMATION_PATHS: tuple[tuple[str, str], ...] = (
     (".opencode/**", _AGENT),
     ("opencode.{json,jsonc}", _AGENT),
     (".aider.conf.{yml,yaml}", _AGENT),
+    # coding agents' standing instructions (a file name here counts in any directory:
+    # ``copilot-instructions.md`` is read from ``.github``)
+    ("{claude,claude.local}.md", _INSTRUCTIONS),
+    ("{agents,agents.override,agent}.md", _INSTRUCTIONS),
+    ("{gemini,qwen}.md", _INSTRUCTIONS),
+    ("{crush,crush.local}.md", _INSTRUCTIONS),
+    ("copilot-instructions.md", _INSTRUCTIONS),
+    (".github/instructions/**", _INSTRUCTIONS),
+    (".github/prompts/**", _INSTRUCTIONS),
+    (".github/chatmodes/**", _INSTRUCTIONS),
+    (".github/agents/**", _INSTRUCTIONS),
+    (".cursorrules", _INSTRUCTIONS),
+    (".windsurfrules", _INSTRUCTIONS),
+    (".clinerules{,-*}", _INSTRUCTIONS),
+    (".clinerules/**", _INSTRUCTIONS),
+    (".roorules{,-*}", _INSTRUCTIONS),
+    (".kilocoderules", _INSTRUCTIONS),
+    (".kilocode/**", _INSTRUCTIONS),
+    (".kiro/**", _INSTRUCTIONS),
+    (".junie/**", _INSTRUCTIONS),
+    (".amazonq/rules/**", _INSTRUCTIONS),
+    (".augment-guidelines", _INSTRUCTIONS),
+    (".augment/**", _INSTRUCTIONS),
+    (".rules", _INSTRUCTIONS),
+    (".goosehints", _INSTRUCTIONS),
+    (".trae/**", _INSTRUCTIONS),
+    (".qoder/**", _INSTRUCTIONS),
 )
 
 SHORT_NAME = "a Windows short name, which can stand for any name of its directory"

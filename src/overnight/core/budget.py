@@ -51,6 +51,7 @@ BUDGET_STOP_DETAIL: dict[str, str] = {
 CacheTTL = Literal["5m", "1h"]
 
 _PICO = Decimal("1e-12")
+ONE = Decimal(1)
 
 
 def exact(value: float | Decimal) -> Decimal:
@@ -107,6 +108,12 @@ class Price:
     ``tiers`` holds the rates of a model whose price rises with the size of the prompt (for
     example past 200K input tokens): a tier applies to every token of a call whose input, all
     input fields together, is more than its ``above``. The fields here are the base tier.
+
+    ``per_use`` prices what a provider bills by the use rather than by the token (a server
+    tool: ``web_search``, ``web_fetch``), in dollars per use; ``multipliers`` scales every
+    rate for a request that asks for a dearer (or cheaper) way of serving it, keyed
+    ``field=value`` (``speed=fast``, ``service_tier=priority``, ``inference_geo=us``). What
+    neither names is not priced, and a request that needs it is not sent.
     """
 
     input: float
@@ -115,11 +122,24 @@ class Price:
     cache_write_5m: float
     cache_write_1h: float
     tiers: tuple[PriceTier, ...] = ()
+    per_use: tuple[tuple[str, float], ...] = ()
+    multipliers: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         aboves = [t.above for t in self.tiers]
         if aboves != sorted(set(aboves)) or any(t.price.tiers for t in self.tiers):
             raise ValueError("price tiers must be flat and in strictly rising order of `above`")
+        for name, value in (*self.per_use, *self.multipliers):
+            if not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"price {name!r} must be a non-negative number, got {value!r}")
+
+    def fee(self, name: str) -> float | None:
+        """Dollars per use of ``name`` (a server tool); None when it is not priced."""
+        return dict(self.per_use).get(name)
+
+    def multiplier(self, key: str) -> float | None:
+        """The factor ``key`` (``field=value``) scales every rate by; None when unpriced."""
+        return dict(self.multipliers).get(key)
 
     @classmethod
     def from_input_output(cls, input: float, output: float) -> Price:
@@ -222,9 +242,11 @@ class Usage:
         )
         return per_million / PER_MILLION
 
-    def cost_nanos(self, price: Price) -> int:
-        """The cost as the ledger books it: whole nano-dollars, rounded up."""
-        return _ceil(self.exact_usd(price) * NANOS)
+    def cost_nanos(self, price: Price, rate: Decimal | None = None) -> int:
+        """The cost as the ledger books it: whole nano-dollars, rounded up; every rate scaled
+        by ``rate`` when the call was served at a multiplier."""
+        usd = self.exact_usd(price)
+        return _ceil((usd if rate is None else usd * rate) * NANOS)
 
     def cost(self, price: Price) -> float:
         """The exact cost in dollars (as the nearest float)."""
@@ -265,6 +287,8 @@ class Reservation:
     worst_nanos: int
     worst_tokens: int
     line: Literal["work", "reserve"]
+    rate: Decimal = Decimal(1)
+    """The multiplier the attempt's tokens are priced at (1: the model's own rates)."""
 
     @property
     def worst_usd(self) -> float:
@@ -368,10 +392,20 @@ class Ledger:
     # -- worst cases -------------------------------------------------------------------------
 
     def worst_case_nanos(
-        self, model: str, input_tokens: int, max_tokens: int, cache_ttl: CacheTTL | None = None
+        self,
+        model: str,
+        input_tokens: int,
+        max_tokens: int,
+        cache_ttl: CacheTTL | None = None,
+        *,
+        rate: Decimal = ONE,
+        fees_nanos: int = 0,
     ) -> int:
+        """The most a call can cost: its tokens at the dearest rates it can reach, scaled by
+        ``rate`` (a multiplier the request asks for), plus ``fees_nanos`` billed by the use."""
         price = self.prices.price(model)
-        return _ceil(price.worst_exact(input_tokens, max_tokens, cache_ttl) * NANOS)
+        tokens = price.worst_exact(input_tokens, max_tokens, cache_ttl) * rate
+        return _ceil(tokens * NANOS) + fees_nanos
 
     def worst_case(
         self, model: str, input_tokens: int, max_tokens: int, cache_ttl: CacheTTL | None = None
@@ -399,17 +433,22 @@ class Ledger:
         input_tokens: int,
         cache_ttl: CacheTTL | None = None,
         line: Literal["work", "reserve"] = "work",
+        *,
+        rate: Decimal = ONE,
+        fees_nanos: int = 0,
     ) -> int:
         """The largest ``max_tokens`` a call of ``input_tokens`` could reserve now without
-        crossing ``line``'s cap (0 when not even its input fits)."""
+        crossing ``line``'s cap (0 when not even its input fits), its rates scaled by
+        ``rate`` and ``fees_nanos`` held beside its tokens."""
         cap = self.enforced_nanos if line == "work" else self.limit_nanos
         # In micro-dollars, the unit a rate in $ per million tokens is per token.
-        room = Decimal(cap - self.spent_nanos - self.held_nanos) * PER_MILLION / NANOS
+        room = Decimal(cap - self.spent_nanos - self.held_nanos - fees_nanos) * PER_MILLION
+        room = room / NANOS
         price = self.prices.price(model)
         best: int | None = None
         for rates in price.reachable(input_tokens):
-            left = room - input_tokens * rates._highest_input_rate(cache_ttl)
-            out_rate = exact(rates.output)
+            left = room - input_tokens * rates._highest_input_rate(cache_ttl) * rate
+            out_rate = exact(rates.output) * rate
             if left < 0:
                 return 0
             if out_rate > 0:
@@ -438,13 +477,20 @@ class Ledger:
         max_tokens: int,
         cache_ttl: CacheTTL | None = None,
         line: Literal["work", "reserve"] = "work",
+        *,
+        rate: Decimal = ONE,
+        fees_nanos: int = 0,
     ) -> Reservation:
         """Hold the attempt's worst case, or refuse it before it is made.
 
         ``line="work"`` is every ordinary call: it may not cross the enforcement line.
         ``line="reserve"`` is the closing summary: it may use the reserve, never the limit.
+        ``rate`` and ``fees_nanos``: see ``worst_case_nanos``; the booking prices the bill's
+        tokens at the same ``rate``.
         """
-        worst = self.worst_case_nanos(model, input_tokens, max_tokens, cache_ttl)
+        worst = self.worst_case_nanos(
+            model, input_tokens, max_tokens, cache_ttl, rate=rate, fees_nanos=fees_nanos
+        )
         cap = self.enforced_nanos if line == "work" else self.limit_nanos
         would_reach = self.spent_nanos + self.held_nanos + worst
         if would_reach > cap:
@@ -461,18 +507,25 @@ class Ledger:
                     self.blocked = self.blocked or "tokens"
                     self.refused_at[TOKENS] = tokens_would_reach
                 raise BudgetRefused("tokens", tokens_would_reach, token_cap, unit="tokens")
-        reservation = Reservation(next(self._ids), model, worst, worst_tokens, line)
+        reservation = Reservation(next(self._ids), model, worst, worst_tokens, line, rate)
         self._open[reservation.id] = reservation
         return reservation
 
     def book(
-        self, model: str, usage: Usage | None, reservation: Reservation | None = None
+        self,
+        model: str,
+        usage: Usage | None,
+        reservation: Reservation | None = None,
+        *,
+        rate: Decimal | None = None,
+        fees_nanos: int = 0,
     ) -> Booking:
         """Book what an attempt cost, from every usage field, and close its reservation.
 
         ``usage=None`` means the bill is unknown (no usage, or none that can be read): the
         reservation, the attempt's worst case, is booked. A bill above the reservation is
-        booked in full, and the ``Booking`` says so.
+        booked in full, and the ``Booking`` says so. A known bill's tokens are priced at
+        ``rate`` (default: the reservation's), and ``fees_nanos`` (billed by the use) is added.
         """
         if reservation is not None:
             self._open.pop(reservation.id, None)
@@ -481,7 +534,9 @@ class Ledger:
                 raise ValueError("an unknown bill can only be booked against its reservation")
             nanos, tokens = reservation.worst_nanos, reservation.worst_tokens
         else:
-            nanos = usage.cost_nanos(self.prices.price(model))
+            if rate is None:
+                rate = reservation.rate if reservation is not None else ONE
+            nanos = usage.cost_nanos(self.prices.price(model), rate) + fees_nanos
             tokens = usage.total_tokens
         self.spent_nanos += nanos
         self.tokens_used += tokens

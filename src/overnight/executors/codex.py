@@ -60,6 +60,10 @@ class CodexExecutor(CliExecutor):
             "analytics.enabled=false",
             "-c",
             "feedback.enabled=false",
+            # Web search is a server tool billed per use; the proxy forwards only what the
+            # spec prices, so Codex is not offered it.
+            "-c",
+            'web_search="disabled"',
             "--",
             prompt,
         ]

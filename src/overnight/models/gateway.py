@@ -32,6 +32,7 @@ from typing import Any, Literal, Protocol
 
 from overnight.core.budget import (
     FLEET_MONEY,
+    ONE,
     Band,
     Booking,
     BudgetFractions,
@@ -233,6 +234,11 @@ class CallMeter:
         self.request = request
         self.line = line
         self.estimate = estimate_input_tokens(request)
+        self.rate = ONE
+        """The multiplier the call's tokens are priced at (a request served a dearer way)."""
+        self.fees_nanos = 0
+        """Billed by the use beside the tokens (server tools): the most, when reserved; what
+        the answer reported, once it answered."""
         self.attempts = 0
         self.started = 0.0
         """The night's seconds when the latest attempt began (``t_start`` of its record)."""
@@ -248,7 +254,13 @@ class CallMeter:
         self.started = round(g.seconds(), 3)
         try:
             reservation = g.ledger.reserve(
-                r.model, self.estimate, r.max_tokens, r.cache_ttl, line=self.line
+                r.model,
+                self.estimate,
+                r.max_tokens,
+                r.cache_ttl,
+                line=self.line,
+                rate=self.rate,
+                fees_nanos=self.fees_nanos,
             )
         except BudgetRefused as refused:
             g.trace.event(
@@ -310,7 +322,9 @@ class CallMeter:
                 call_id, reservation, error=str(err), not_sent=err.not_sent, status=err.status
             )
             return
-        booking = self.gateway.ledger.book(self.request.model, err.usage, reservation)
+        booking = self.gateway.ledger.book(
+            self.request.model, err.usage, reservation, rate=self.rate, fees_nanos=self.fees_nanos
+        )
         if err.usage is None:
             text = (
                 f"attempt {self.attempts} failed after the provider had the request ({err}); "
@@ -331,7 +345,9 @@ class CallMeter:
         reservation, call_id = self._take()
         r = self.request
         usage = response.usage if response.usage_known else None
-        booking = self.gateway.ledger.book(r.model, usage, reservation)
+        booking = self.gateway.ledger.book(
+            r.model, usage, reservation, rate=self.rate, fees_nanos=self.fees_nanos
+        )
         warnings: list[dict[str, str]] = []
         if usage is None:
             why = response.usage_warning or "the answer carried no usage"
@@ -444,6 +460,10 @@ class CallMeter:
             "reserved_usd": to_usd(booking.reserved_nanos or 0),
             "t": g.seconds(),
         }
+        if usage is not None and self.rate != ONE:
+            record["rate"] = str(self.rate)  # every rate scaled: re-priced the same way
+        if usage is not None and self.fees_nanos:
+            record["fees_usd"] = to_usd(self.fees_nanos)  # billed by the use, not by the token
         if warnings:
             record["warnings"] = warnings
         g.spend.append(record)

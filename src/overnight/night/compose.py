@@ -168,7 +168,13 @@ def compose(
         elif executor is None and chosen is not None and chosen.is_cli and gateway is not None:
             assert spec.model is not None
             model_name = chosen.model or spec.model.name
-            proxy = NightProxy(gateway, model=model_name, task_usd=chosen.task_usd)
+            proxy = NightProxy(
+                gateway,
+                model=model_name,
+                task_usd=chosen.task_usd,
+                hosts=spec.sandbox.hosts,
+                network=spec.sandbox.network,
+            )
             from overnight.executors import cli_executor  # node CLIs are an optional part
 
             executor = cli_executor(chosen, goal=spec.goal, base_dir=Path(spec.base_dir))

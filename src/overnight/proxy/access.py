@@ -13,7 +13,7 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from overnight.core.budget import to_usd
@@ -27,10 +27,21 @@ SOCKET_NAME = "model.sock"
 class NightProxy:
     """The metering proxy of one night's process."""
 
-    def __init__(self, gateway: ModelGateway, *, model: str, task_usd: float | None) -> None:
+    def __init__(
+        self,
+        gateway: ModelGateway,
+        *,
+        model: str,
+        task_usd: float | None,
+        hosts: Sequence[str] = (),
+        network: bool = False,
+    ) -> None:
         self.gateway = gateway
         self.model = model
         self.task_usd = task_usd
+        self.hosts = tuple(hosts)
+        """The hosts the provider may reach for a task (``[sandbox] hosts``)."""
+        self.network = network
         self._server: object | None = None
         self._dir: Path | None = None
         self.meters: dict[str, TaskMeter] = {}
@@ -64,7 +75,13 @@ class NightProxy:
             server = self._server
             assert isinstance(server, MeteringProxy)
             token = "ovn-" + secrets.token_urlsafe(24)
-            meter = TaskMeter(self.gateway, task_id=task_id, task_usd=self.task_usd)
+            meter = TaskMeter(
+                self.gateway,
+                task_id=task_id,
+                task_usd=self.task_usd,
+                hosts=self.hosts,
+                network=self.network,
+            )
             self.meters[token] = meter
             server.admit(token, meter)
             return ModelAccess(

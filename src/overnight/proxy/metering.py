@@ -18,10 +18,26 @@ class Asked:
     api: Api
     model: str
     input_bound: int
-    """An upper bound on the request's input tokens: the byte count of its body."""
+    """An upper bound on the request's input tokens (``overnight.proxy.allowlist``): the
+    bytes of its text, its images and PDFs by their own rules, what the provider adds for its
+    tools, and every pass of a server tool's loop."""
     max_tokens: int | None
     """The output cap the client asked for; None when it set none."""
     stream: bool
+    server_uses: tuple[tuple[str, int], ...] = ()
+    """The most uses of each server tool the request allows (``web_search``, ``web_fetch``),
+    each billed by the use at the spec's price."""
+    multipliers: tuple[str, ...] = ()
+    """The ``field=value`` multipliers it asks for (``speed=fast``), each priced by the spec."""
+    domains: tuple[str, ...] = ()
+    """The hosts a server tool it offers is limited to: the provider reaches them for it."""
+    open_web: bool = False
+    """A server tool it offers is limited to no host."""
+    long_context: bool = False
+    """It asks for a context past the model's standard window (billed at a dearer tier)."""
+    cache_writes: bool = False
+    """It asks for explicit cache writes (OpenAI's ``prompt_cache_options`` or breakpoints;
+    an Anthropic request is always held as if it wrote its prompt to the 1-hour cache)."""
 
 
 class Refused(Exception):
@@ -40,6 +56,11 @@ class Answered:
 
     usage: Usage | None
     """Every usage field it reported; None when its bill could not be read."""
+    server_uses: tuple[tuple[str, int], ...] = ()
+    """The server tools' uses it reported (``web_search``: 2), billed by the use."""
+    served: tuple[str, ...] | None = None
+    """The ``field=value`` multipliers it says it was served at (``service_tier=priority``;
+    empty when it says the standard way); None when it says nothing of how it was served."""
     usage_warning: str | None = None
     stop_reason: str | None = None
     tool_calls: tuple[str, ...] = ()
@@ -69,4 +90,8 @@ class Meter(Protocol):
     def open(self, asked: Asked) -> Attempt:
         """Hold ``asked``'s worst case, its output cap lowered to what is affordable; raise
         ``Refused`` when not even a small answer fits."""
+        ...
+
+    def unforwardable(self, api: Api, message: str) -> None:
+        """A request was kept back by the allowlist, unforwarded, for the reason ``message``."""
         ...

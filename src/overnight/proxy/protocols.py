@@ -8,7 +8,7 @@ The usage figures are read by ``overnight.models.usage`` and nowhere here.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -22,6 +22,7 @@ from overnight.models.usage import (
     from_openai_responses,
     merge_anthropic_stream,
 )
+from overnight.proxy import allowlist
 from overnight.proxy.metering import Answered, Api, Asked
 
 Family = Literal["anthropic", "openai"]
@@ -50,9 +51,13 @@ def _int(value: object) -> int | None:
     return value
 
 
-def read_request(api: Api, raw: bytes) -> tuple[dict[str, Any], Asked]:
+def read_request(
+    api: Api, raw: bytes, headers: Iterable[tuple[str, str]] = ()
+) -> tuple[dict[str, Any], Asked]:
     """The request's JSON body and what it asks for; ``BadRequest`` when it cannot be
-    metered (not a JSON object, no model, several choices)."""
+    metered (not a JSON object, no model, several choices), ``Unforwardable`` when it asks for
+    something not on the allowlist (``overnight.proxy.allowlist``) or cannot be bounded. The
+    body comes back with the allowlist's caps and pins written into it."""
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError) as exc:
@@ -73,12 +78,19 @@ def read_request(api: Api, raw: bytes) -> tuple[dict[str, Any], Asked]:
             asked = _int(body.get("max_tokens"))
     else:
         asked = _int(body.get("max_output_tokens"))
+    needs = allowlist.bound(api, body, len(raw), headers)
     return body, Asked(
         api=api,
         model=model,
-        input_bound=len(raw),
+        input_bound=needs.input_bound(),
         max_tokens=asked,
         stream=body.get("stream") is True,
+        server_uses=tuple(sorted(needs.server_uses.items())),
+        multipliers=tuple(dict.fromkeys(needs.multipliers)),
+        domains=tuple(dict.fromkeys(d.lower().rstrip(".") for d in needs.domains)),
+        open_web=needs.open_web,
+        long_context=needs.long_context,
+        cache_writes=needs.cache_writes,
     )
 
 
@@ -155,17 +167,70 @@ def refusal(family: Family, message: str) -> tuple[int, bytes]:
     return 429, error_body("openai", 429, message, code="insufficient_quota")
 
 
+def stream_error(api: Api, message: str) -> bytes:
+    """An error event in the stream's own shape, as the provider ends a stream that failed."""
+    if api == "anthropic":
+        data = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return b"event: error\ndata: " + json.dumps(data).encode() + b"\n\n"
+    if api == "openai-chat":
+        error = {"message": message, "type": "server_error", "param": None, "code": None}
+        return b"data: " + json.dumps({"error": error}).encode() + b"\n\n"
+    failed = {
+        "type": "response.failed",
+        "response": {"status": "failed", "error": {"code": "server_error", "message": message}},
+    }
+    return b"event: response.failed\ndata: " + json.dumps(failed).encode() + b"\n\n"
+
+
 # --- answers ---------------------------------------------------------------------------------
 
 
-def _answered(record: UsageRecord, stop: str | None, tools: list[str], text: list[str]) -> Answered:
+def _answered(
+    record: UsageRecord,
+    stop: str | None,
+    tools: list[str],
+    text: list[str],
+    *,
+    uses: Mapping[str, int] | None = None,
+    served: tuple[str, ...] | None = None,
+) -> Answered:
     return Answered(
         usage=record.usage,
         usage_warning=record.warning,
         stop_reason=stop,
         tool_calls=tuple(tools),
         text="".join(text),
+        server_uses=tuple(sorted((uses or {}).items())),
+        served=served,
     )
+
+
+#: How each API names the standard way of serving a request (no multiplier).
+_STANDARD = frozenset({"standard", "default", "standard_only", "global"})
+
+
+def _served(fields: Mapping[str, Any], names: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The multipliers an answer says it was served at, from its ``names`` fields (the
+    service tier, the speed, the region): None when it carries none of them."""
+    said = [(n, fields.get(n)) for n in names if isinstance(fields.get(n), str)]
+    if not said:
+        return None
+    return tuple(f"{n}={v}" for n, v in said if v not in _STANDARD)
+
+
+def _anthropic_uses(usage: object) -> dict[str, int]:
+    """The server tools' uses an Anthropic usage reports (``web_search_requests``: N)."""
+    used = usage.get("server_tool_use") if isinstance(usage, Mapping) else None
+    if not isinstance(used, Mapping):
+        return {}
+    return {
+        str(k).removesuffix("_requests"): v
+        for k, v in used.items()
+        if str(k).endswith("_requests") and isinstance(v, int) and not isinstance(v, bool)
+    }
+
+
+_ANTHROPIC_SERVED = ("service_tier", "speed", "inference_geo")
 
 
 def _str(value: object) -> str | None:
@@ -195,8 +260,14 @@ def read_answer(api: Api, raw: bytes) -> Answered:
                 text.append(_str(block.get("text")) or "")
             elif block.get("type") == "tool_use":
                 tools.append(_str(block.get("name")) or "")
+        usage = body.get("usage")
         return _answered(
-            from_anthropic(body.get("usage")), _str(body.get("stop_reason")), tools, text
+            from_anthropic(usage),
+            _str(body.get("stop_reason")),
+            tools,
+            text,
+            uses=_anthropic_uses(usage),
+            served=_served(usage, _ANTHROPIC_SERVED) if isinstance(usage, Mapping) else None,
         )
     if api == "openai-chat":
         stop = None
@@ -210,15 +281,18 @@ def read_answer(api: Api, raw: bytes) -> Answered:
                     if isinstance(function, Mapping):
                         tools.append(_str(function.get("name")) or "")
         record = from_openai_chat(body.get("usage"), incomplete=stop == "length")
-        return _answered(record, stop, tools, text)
+        return _answered(record, stop, tools, text, served=_served(body, ("service_tier",)))
     return _responses_answer(body)
 
 
 def _responses_answer(response: Mapping[str, Any]) -> Answered:
     tools: list[str] = []
     text: list[str] = []
+    searches = 0
     for item in _items(response.get("output")):
         kind = _str(item.get("type")) or ""
+        if kind == "web_search_call":
+            searches += 1
         if kind == "message":
             for part in _items(item.get("content")):
                 if part.get("type") == "output_text":
@@ -231,7 +305,9 @@ def _responses_answer(response: Mapping[str, Any]) -> Answered:
     stop = status
     if status == "incomplete" and isinstance(details, Mapping):
         stop = _str(details.get("reason")) or status
-    return _answered(record, stop, tools, text)
+    uses = {"web_search": searches} if searches else {}
+    served = _served(response, ("service_tier",))
+    return _answered(record, stop, tools, text, uses=uses, served=served)
 
 
 # --- streams ---------------------------------------------------------------------------------
@@ -251,27 +327,42 @@ class EventReader:
         self._partial = b""
         self._name = ""
         self._data: list[str] = []
+        self._raw: list[bytes] = []
 
     def feed(self, chunk: bytes) -> list[Event]:
+        return [event for _raw, event in self.feed_raw(chunk) if event is not None]
+
+    def feed_raw(self, chunk: bytes) -> list[tuple[bytes, Event | None]]:
+        """Each event completed by ``chunk``: its bytes as they came (blank line included) and
+        the event (None for a block that carries no data, a comment or a keep-alive)."""
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()
-        events = []
+        events: list[tuple[bytes, Event | None]] = []
         for raw in lines:
+            self._raw.append(raw)
             line = raw.rstrip(b"\r").decode("utf-8", "replace")
             if not line:
+                event = None
                 if self._data:
                     text = "\n".join(self._data)
                     try:
                         data: Any = json.loads(text)
                     except (ValueError, RecursionError):
                         data = text
-                    events.append(Event(self._name, data))
-                self._name, self._data = "", []
+                    event = Event(self._name, data)
+                events.append((b"\n".join(self._raw) + b"\n", event))
+                self._name, self._data, self._raw = "", [], []
             elif line.startswith("data:"):
                 self._data.append(line[5:].removeprefix(" "))
             elif line.startswith("event:"):
                 self._name = line[6:].strip()
         return events
+
+    def rest(self) -> bytes:
+        """What came after the last complete event (a stream that ended mid-event)."""
+        rest = b"".join(raw + b"\n" for raw in self._raw) + self._partial
+        self._raw, self._partial = [], b""
+        return rest
 
 
 class StreamAnswer:
@@ -289,11 +380,23 @@ class StreamAnswer:
         self._stop: str | None = None
         self._tools: list[str] = []
         self._text: list[str] = []
+        self._served: dict[str, Any] = {}
+        self.ended = False
+        """The stream reported its final usage (the whole answer's bill)."""
 
     def feed(self, chunk: bytes) -> None:
         for event in self.events.feed(chunk):
-            if isinstance(event.data, Mapping):
-                self._read(event.data)
+            self.read(event)
+
+    def read(self, event: Event) -> None:
+        """Take one event of the stream into account."""
+        if isinstance(event.data, Mapping):
+            self._read(event.data)
+
+    def final_usage(self) -> Usage | None:
+        """The bill of the whole answer when the stream reported it; None otherwise (a stream
+        that broke or was cut before its end is booked at its reservation)."""
+        return self.answered().usage if self.ended else None
 
     def _read(self, data: Mapping[str, Any]) -> None:
         kind = _str(data.get("type")) or ""
@@ -313,6 +416,9 @@ class StreamAnswer:
             message = data.get("message")
             if isinstance(message, Mapping) and isinstance(message.get("usage"), Mapping):
                 self._start = message["usage"]
+                self._served.update(
+                    {k: v for k, v in self._start.items() if k in _ANTHROPIC_SERVED}
+                )
         elif kind == "content_block_start":
             block = data.get("content_block")
             if isinstance(block, Mapping) and block.get("type") == "tool_use":
@@ -328,6 +434,9 @@ class StreamAnswer:
             usage = data.get("usage")
             if isinstance(usage, Mapping):
                 self._delta = merge_anthropic_stream(self._delta, usage)
+                self._served.update({k: v for k, v in usage.items() if k in _ANTHROPIC_SERVED})
+        elif kind == "message_stop":
+            self.ended = self._delta is not None
 
     def _chat(self, data: Mapping[str, Any]) -> None:
         for choice in _items(data.get("choices")):
@@ -344,12 +453,16 @@ class StreamAnswer:
                     self._tools.append(function["name"])
         if data.get("usage") is not None:
             self._usage = data["usage"]
+            self.ended = True
+        if isinstance(data.get("service_tier"), str):
+            self._served["service_tier"] = data["service_tier"]
 
     def _responses(self, kind: str, data: Mapping[str, Any]) -> None:
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             response = data.get("response")
             if isinstance(response, Mapping):
                 self._response = response
+                self.ended = True
                 failure = response.get("error")
                 if kind == "response.failed":
                     message = failure.get("message") if isinstance(failure, Mapping) else None
@@ -359,12 +472,17 @@ class StreamAnswer:
         """The answer of a stream that ended."""
         if self.api == "anthropic":
             record = from_anthropic_stream(self._start, self._delta)
-            return _answered(record, self._stop, self._tools, self._text)
+            if not self.ended:
+                record = UsageRecord(warning="the stream carried no final usage; " + _WORST)
+            uses = _anthropic_uses(merge_anthropic_stream(self._start, self._delta or {}))
+            served = _served(self._served, _ANTHROPIC_SERVED)
+            return _answered(record, self._stop, self._tools, self._text, uses=uses, served=served)
         if self.api == "openai-chat":
             record = from_openai_chat(self._usage, incomplete=self._stop == "length")
             if self._usage is None:
                 record = UsageRecord(warning="the stream carried no usage chunk; " + _WORST)
-            return _answered(record, self._stop, self._tools, self._text)
+            served = _served(self._served, ("service_tier",))
+            return _answered(record, self._stop, self._tools, self._text, served=served)
         if self._response is None:
             return Answered(
                 usage=None, usage_warning="the stream carried no final response; " + _WORST

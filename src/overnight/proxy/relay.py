@@ -4,12 +4,23 @@ Every request the proxy forwards is settled exactly once on its ``Attempt``: ``a
 the upstream answered (a whole body, or a stream that ended), ``failed`` otherwise, with
 ``sent`` False only when the request never reached the upstream whole. What the client sees
 is the upstream's own answer (its status, headers and bytes, a stream relayed as it arrives),
-or an error in the provider's own shape; never the harness's key.
+or an error in the provider's own shape; never the harness's key, in any encoding.
+
+A request is forwarded only once every name in it is on the allowlist and its cost is bounded
+(``overnight.proxy.allowlist``). An answer is relayed only once it is scanned for the
+harness's secrets in its decoded form (``overnight.secrecy``): a whole body as the client will
+parse it, a stream event by event and across events (an event that could start a secret waits
+for the next), every header. A body that carries one is replaced by the proxy's own error; a
+stream that does is ended with an error event; the usage it reported is booked either way. A
+streamed answer is read to its end even when the client hangs up, so that what the provider
+goes on generating is booked; one that never reports its final usage is booked at its
+reservation.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from contextlib import closing
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
@@ -19,11 +30,13 @@ import httpx2
 
 from overnight.core.budget import Usage
 from overnight.models.provider_errors import not_sent
+from overnight.proxy.allowlist import Unforwardable
 from overnight.proxy.metering import Answered, Api, Attempt, Meter, Refused
 from overnight.proxy.protocols import (
     FREE_ROUTES,
     ROUTES,
     BadRequest,
+    EventReader,
     Family,
     StreamAnswer,
     error_body,
@@ -32,7 +45,9 @@ from overnight.proxy.protocols import (
     read_request,
     refusal,
     rewrite,
+    stream_error,
 )
+from overnight.secrecy import SecretScan, StreamScan
 
 #: The most a request body may weigh (a long conversation with images stays far below).
 MAX_BODY = 64 * 1024 * 1024
@@ -57,6 +72,10 @@ _NOT_FORWARDED |= {"accept-encoding", "expect"}
 #: Response headers not relayed: hop-by-hop, the framing (re-made here, the body decoded),
 #: the provider's cookies, and what the proxy's own server writes.
 _NOT_RELAYED = _HOP | {"content-length", "content-encoding", "set-cookie", "server", "date"}
+#: How long a streamed answer is read on after its client hung up, to book what it bills.
+DRAIN_S = 600.0
+#: What the client is told in place of an answer that carried a secret of the harness.
+WITHHELD = "the provider's answer carried a credential of the harness and was withheld"
 
 
 @dataclass(frozen=True)
@@ -79,18 +98,15 @@ class Upstream:
             return "x-api-key", self.key
         return "authorization", f"Bearer {self.key}"
 
-    def scrub(self, text: str) -> str:
-        return text.replace(self.key, "[redacted]") if self.key else text
-
-    def scrub_bytes(self, data: bytes) -> bytes:
-        key = self.key.encode()
-        return data.replace(key, b"[redacted]") if key and key in data else data
-
 
 class Gate(Protocol):
     """What an exchange needs of the proxy."""
 
     def meter_of(self, token: str | None) -> Meter | None: ...
+
+    def secrets(self) -> SecretScan:
+        """The harness's secrets, looked for in everything relayed."""
+        ...
 
     def upstream_of(self, family: Family) -> Upstream | None: ...
 
@@ -218,8 +234,18 @@ class Handler(BaseHTTPRequestHandler):
         if upstream is None:
             return self._error(family, 403, f"this harness holds no key for {family}")
         if api is None:
+            # not billed, but held to the same allowlist: no URL the provider would fetch
+            try:
+                read_request("anthropic", raw, self._forwarded())
+            except (BadRequest, Unforwardable) as exc:
+                return self._error(family, 400, str(exc), no_retry=True)
             return self._exchange(None, family, upstream, path, query, raw, _Settlement(None))
         self._metered(api, family, upstream, meter, path, query, raw)
+
+    def _forwarded(self) -> list[tuple[str, str]]:
+        """The client's headers that go upstream: all but its credentials, hop-by-hop and
+        framing headers (the allowlist checks every one of these)."""
+        return [(k, v) for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED]
 
     def _family_guess(self) -> Family:
         return "anthropic" if self.headers.get("x-api-key") else "openai"
@@ -235,9 +261,13 @@ class Handler(BaseHTTPRequestHandler):
         raw: bytes,
     ) -> None:
         try:
-            body, asked = read_request(api, raw)
+            body, asked = read_request(api, raw, self._forwarded())
         except BadRequest as exc:
             return self._error(family, 400, str(exc))
+        except Unforwardable as exc:
+            meter.unforwardable(api, exc.message)
+            status, data = refusal(family, exc.message)
+            return self._send(status, data, [("x-should-retry", "false")])
         try:
             attempt = meter.open(asked)
         except Refused as refused:
@@ -265,8 +295,9 @@ class Handler(BaseHTTPRequestHandler):
         data: bytes,
         settlement: _Settlement,
     ) -> None:
-        headers = [(k, v) for k, v in self.headers.items() if k.lower() not in _NOT_FORWARDED]
+        headers = self._forwarded()
         headers.append(upstream.auth(family))
+        scan = self.gate.secrets()
         client = self.gate.client_of(family)
         settlement.maybe_sent = True
         try:
@@ -275,31 +306,33 @@ class Handler(BaseHTTPRequestHandler):
             )
             response = client.send(request, stream=True)
         except Exception as exc:
-            error = upstream.scrub(f"the upstream could not be reached: {type(exc).__name__}")
+            error = scan.redact(f"the upstream could not be reached: {type(exc).__name__}")
             settlement.failed(status=None, sent=not_sent(exc) is None, usage=None, error=error)
             return self._error(family, 502, "the provider could not be reached")
         with closing(response):
             relayed = [
-                (k, upstream.scrub(v))
+                (k, v)
                 for k, v in response.headers.multi_items()
-                if k.lower() not in _NOT_RELAYED
+                if k.lower() not in _NOT_RELAYED and not scan.found(k + ": " + v)
             ]
             status = response.status_code
             streamed = "text/event-stream" in response.headers.get("content-type", "")
             if 200 <= status < 300 and streamed and api is not None:
-                return self._relay_stream(api, response, status, relayed, settlement)
+                return self._relay_stream(api, response, status, relayed, settlement, scan)
             try:
                 content = response.read()
             except httpx2.HTTPError as exc:
                 error = f"the answer broke off: {type(exc).__name__}"
                 settlement.failed(status=None, sent=True, usage=None, error=error)
                 return self._error(family, 502, "the provider's answer broke off")
-            content = upstream.scrub_bytes(content)
             if not 200 <= status < 300:
-                error = upstream.scrub(f"HTTP {status}: {_excerpt(content)}")
+                error = scan.redact(f"HTTP {status}: {_excerpt(content)}")
                 settlement.failed(status=status, sent=True, usage=None, error=error)
             try:
-                self._send(status, content, relayed)
+                if scan.found_in_json(content):
+                    self._error(family, 502, WITHHELD, no_retry=True)
+                else:
+                    self._send(status, content, relayed)
             finally:
                 if api is not None:
                     settlement.answered(read_answer(api, content))
@@ -311,6 +344,7 @@ class Handler(BaseHTTPRequestHandler):
         status: int,
         headers: list[tuple[str, str]],
         settlement: _Settlement,
+        scan: SecretScan,
     ) -> None:
         chunked = self.request_version == "HTTP/1.1"
         if chunked:
@@ -318,41 +352,57 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.close_connection = True
             headers = [*headers, ("Connection", "close")]
-        # the head goes out with the first event, in one write: no wait between the two
-        head: bytes | None = self._head(status, headers)
+        out = _StreamOut(self, self._head(status, headers), chunked)
         answer = StreamAnswer(api)
+        events = EventReader()
+        guard = StreamScan(scan)
+        held: list[bytes] = []
+
+        def relay(raw: bytes, parsed: object) -> None:
+            if out.gone or guard.leaked:
+                return
+            guard.add(raw, parsed)
+            if guard.leaked:  # end the stream as the provider ends one that failed
+                held.clear()
+                out.write(stream_error(api, WITHHELD))
+                return
+            held.append(raw)
+            if not guard.holding():
+                out.write(b"".join(held))
+                held.clear()
+
         try:
             for piece in response.iter_bytes():
-                if not piece:
-                    continue
-                data = b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece
-                try:
-                    self.wfile.write(head + data if head is not None else data)
-                except OSError:
-                    answer.feed(piece)
-                    self.close_connection = True
-                    error = "the client hung up mid-stream"
-                    return settlement.failed(
-                        status=None, sent=True, usage=answer.seen(), error=error
-                    )
-                head = None
-                answer.feed(piece)
+                for raw, event in events.feed_raw(piece):
+                    if event is not None:
+                        answer.read(event)
+                    relay(raw, event.data if event is not None else None)
+                if out.gone and out.drained_since() > DRAIN_S:
+                    break
+            rest = events.rest()
+            if rest:
+                relay(rest, None)
+            if held and not guard.leaked and not out.gone:
+                out.write(b"".join(held))
         except httpx2.HTTPError as exc:
             self.close_connection = True
             error = f"the stream broke: {type(exc).__name__}"
-            settlement.failed(status=None, sent=True, usage=answer.seen(), error=error)
-            if head is not None:  # nothing relayed yet: say so in the provider's shape
+            settlement.failed(status=None, sent=True, usage=answer.final_usage(), error=error)
+            if out.head is not None:  # nothing relayed yet: say so in the provider's shape
                 self._error(family_of(api), 502, "the provider's answer broke off")
             # else the client sees the stream break as it broke: no end of body
             return
+        if out.gone:
+            self.close_connection = True
         if answer.error is not None:
-            settlement.failed(status=None, sent=True, usage=answer.seen(), error=answer.error)
+            error = scan.redact(answer.error)
+            settlement.failed(status=None, sent=True, usage=answer.final_usage(), error=error)
+        elif out.gone and not answer.ended:
+            error = "the client hung up mid-stream and the answer never reported its final usage"
+            settlement.failed(status=None, sent=True, usage=None, error=error)
         else:
             settlement.answered(answer.answered())
-        try:
-            self.wfile.write((head or b"") + (b"0\r\n\r\n" if chunked else b""))
-        except OSError:
-            self.close_connection = True
+        out.end()
 
     # --- answers of the proxy's own ---
 
@@ -388,3 +438,39 @@ class Handler(BaseHTTPRequestHandler):
     ) -> None:
         headers = [("x-should-retry", "false")] if no_retry else []
         self._send(status, error_body(family, status, message, code), headers)
+
+
+class _StreamOut:
+    """The client's side of a relayed stream: the head goes out with the first bytes, in one
+    write; once the client hangs up, nothing more is written and the time is kept."""
+
+    def __init__(self, handler: Handler, head: bytes, chunked: bool) -> None:
+        self.handler = handler
+        self.head: bytes | None = head
+        self.chunked = chunked
+        self.gone = False
+        self._gone_at = 0.0
+
+    def write(self, data: bytes) -> None:
+        if self.gone or not data:
+            return
+        framed = b"%x\r\n%s\r\n" % (len(data), data) if self.chunked else data
+        try:
+            self.handler.wfile.write(self.head + framed if self.head is not None else framed)
+        except OSError:
+            self.gone = True
+            self._gone_at = time.monotonic()
+            self.handler.close_connection = True
+            return
+        self.head = None
+
+    def drained_since(self) -> float:
+        return time.monotonic() - self._gone_at if self.gone else 0.0
+
+    def end(self) -> None:
+        if self.gone:
+            return
+        try:
+            self.handler.wfile.write((self.head or b"") + (b"0\r\n\r\n" if self.chunked else b""))
+        except OSError:
+            self.handler.close_connection = True

@@ -22,9 +22,11 @@ from typing import Any
 
 import httpx2
 
+from overnight.process import secret_values
 from overnight.proxy.metering import Meter
 from overnight.proxy.protocols import Family
 from overnight.proxy.relay import Handler, Upstream
+from overnight.secrecy import SecretScan
 
 __all__ = ["MeteringProxy", "Upstream", "Upstreams", "new_token", "upstreams_from_env"]
 
@@ -118,6 +120,7 @@ class MeteringProxy:
         self._threads: list[threading.Thread] = []
         self.port: int | None = None
         """The TCP port listened on, once started (None without one)."""
+        self._scan: SecretScan | None = None
 
     # --- tokens ---
 
@@ -141,6 +144,13 @@ class MeteringProxy:
 
     def upstream_of(self, family: Family) -> Upstream | None:
         return self.upstreams.of(family)
+
+    def secrets(self) -> SecretScan:
+        """The upstreams' keys and every secret of the harness's environment."""
+        if self._scan is None:
+            keys = [u.key for u in (self.upstreams.anthropic, self.upstreams.openai) if u]
+            self._scan = SecretScan([*keys, *secret_values()])
+        return self._scan
 
     def client_of(self, family: Family) -> httpx2.Client:
         """The pooled HTTP client of ``family``'s upstream, made on its first request."""

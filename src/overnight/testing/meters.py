@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass, field
 
 from overnight.core.budget import Usage
-from overnight.proxy.metering import Answered, Asked, Refused
+from overnight.proxy.metering import Answered, Api, Asked, Refused
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,13 @@ class RecordingMeter:
         """Every request let through, in order, with its settlement once it has one."""
         self.booked = 0
         self.held = 0
+        self.unforwarded: list[str] = []
+        """The refusal of every request the allowlist kept back, in order."""
         self._done = threading.Condition()
+
+    def unforwardable(self, api: Api, message: str) -> None:
+        with self._done:
+            self.unforwarded.append(message)
 
     def open(self, asked: Asked) -> RecordingAttempt:
         with self._done:
