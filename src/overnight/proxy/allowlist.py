@@ -177,8 +177,9 @@ BETAS = frozenset(
         "oauth-2025-04-20",
     }
 )
-#: Beta values that ask for a dearer way of serving: allowed with the multiplier priced.
-_BETA_MULTIPLIERS = {"fast-mode-": "speed=fast"}
+#: Beta values that only let the body ask for a dearer way of serving (``speed``), which is
+#: priced by the spec or refused where the body asks for it.
+_BETA_FIELDS = ("fast-mode-",)
 #: Beta values that let a prompt run past the standard window (a dearer price tier).
 _BETA_LONG_CONTEXT = ("context-1m-",)
 
@@ -193,12 +194,9 @@ def check_headers(api: Api, headers: Iterable[tuple[str, str]], needs: Needs) ->
             for beta in (b.strip() for b in value.split(",")):
                 if not beta or beta in BETAS:
                     continue
-                multiplier = next(
-                    (m for p, m in _BETA_MULTIPLIERS.items() if beta.startswith(p)), None
-                )
-                if multiplier is not None:
-                    needs.multipliers.append(multiplier)
-                elif beta.startswith(_BETA_LONG_CONTEXT):
+                if beta.startswith(_BETA_FIELDS):
+                    continue  # what it allows is asked for by a field of the body, priced there
+                if beta.startswith(_BETA_LONG_CONTEXT):
                     needs.long_context = True
                 else:
                     _refuse(f"the anthropic-beta value {beta!r}", _UNKNOWN)

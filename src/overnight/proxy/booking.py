@@ -84,7 +84,9 @@ class TaskMeter:
             try:
                 return self._open(asked)
             except Refused as refused:
-                if self.refused is None and refused.budget != "price":
+                if refused.budget == "price":
+                    self.unforwardable(asked.api, refused.message)
+                elif self.refused is None:
                     self.refused = refused.message
                     self.on_refused(refused.message)
                 raise
@@ -302,9 +304,9 @@ class ProxiedAttempt:
                     warning = f"the answer reports {uses} use(s) of {name}, which is not priced"
                 continue
             fees += to_nanos(exact(fee) * uses)
-        if answer.served is not None and usage is not None:
+        if usage is not None:
             rate = ONE
-            for key in answer.served:
+            for key in served_at(self.asked.multipliers, answer.served):
                 factor = price.multiplier(key)
                 if factor is None:
                     usage, warning = None, f"the answer says it was served at {key}, unpriced"
@@ -331,3 +333,15 @@ class ProxiedAttempt:
             not_sent=None if sent else "no_connection",
         )
         self._settle(lambda: self.meter.failed(err))
+
+
+#: How each API names the standard way of serving a request (no multiplier).
+STANDARD = frozenset({"standard", "default", "standard_only", "global", "auto"})
+
+
+def served_at(asked: tuple[str, ...], served: tuple[tuple[str, str], ...]) -> list[str]:
+    """The ``field=value`` multipliers an answer was billed at: each field as the answer says
+    it was served, or as it was asked when the answer does not say; standard ones left out."""
+    fields = dict(key.split("=", 1) for key in asked)
+    fields.update(served)
+    return [f"{name}={value}" for name, value in fields.items() if value not in STANDARD]

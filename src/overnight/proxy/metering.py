@@ -58,9 +58,9 @@ class Answered:
     """Every usage field it reported; None when its bill could not be read."""
     server_uses: tuple[tuple[str, int], ...] = ()
     """The server tools' uses it reported (``web_search``: 2), billed by the use."""
-    served: tuple[str, ...] | None = None
-    """The ``field=value`` multipliers it says it was served at (``service_tier=priority``;
-    empty when it says the standard way); None when it says nothing of how it was served."""
+    served: tuple[tuple[str, str], ...] = ()
+    """How it says it was served, field by field (``("service_tier", "priority")``), for the
+    fields a multiplier can be keyed by; a field it does not name was served as asked."""
     usage_warning: str | None = None
     stop_reason: str | None = None
     tool_calls: tuple[str, ...] = ()

@@ -192,7 +192,7 @@ def _answered(
     text: list[str],
     *,
     uses: Mapping[str, int] | None = None,
-    served: tuple[str, ...] | None = None,
+    served: tuple[tuple[str, str], ...] = (),
 ) -> Answered:
     return Answered(
         usage=record.usage,
@@ -205,17 +205,10 @@ def _answered(
     )
 
 
-#: How each API names the standard way of serving a request (no multiplier).
-_STANDARD = frozenset({"standard", "default", "standard_only", "global"})
-
-
-def _served(fields: Mapping[str, Any], names: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The multipliers an answer says it was served at, from its ``names`` fields (the
-    service tier, the speed, the region): None when it carries none of them."""
-    said = [(n, fields.get(n)) for n in names if isinstance(fields.get(n), str)]
-    if not said:
-        return None
-    return tuple(f"{n}={v}" for n, v in said if v not in _STANDARD)
+def _served(fields: Mapping[str, Any], names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """How an answer says it was served, for each of ``names`` it reports (the service
+    tier, the speed, the region)."""
+    return tuple((n, fields[n]) for n in names if isinstance(fields.get(n), str))
 
 
 def _anthropic_uses(usage: object) -> dict[str, int]:
@@ -267,7 +260,7 @@ def read_answer(api: Api, raw: bytes) -> Answered:
             tools,
             text,
             uses=_anthropic_uses(usage),
-            served=_served(usage, _ANTHROPIC_SERVED) if isinstance(usage, Mapping) else None,
+            served=_served(usage, _ANTHROPIC_SERVED) if isinstance(usage, Mapping) else (),
         )
     if api == "openai-chat":
         stop = None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import time
-from contextlib import closing
+from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import ClassVar, Protocol
@@ -106,6 +106,10 @@ class Gate(Protocol):
 
     def secrets(self) -> SecretScan:
         """The harness's secrets, looked for in everything relayed."""
+        ...
+
+    def settling(self, meter: Meter) -> AbstractContextManager[None]:
+        """Held while an exchange of ``meter``'s is unsettled (revoking its token waits)."""
         ...
 
     def upstream_of(self, family: Family) -> Upstream | None: ...
@@ -277,11 +281,12 @@ class Handler(BaseHTTPRequestHandler):
             self._error(family, 500, "the budget could not be consulted", no_retry=True)
             raise
         settlement = _Settlement(attempt)
-        try:
-            data = rewrite(api, body, attempt.max_tokens)
-            self._exchange(api, family, upstream, path, query, data, settlement)
-        finally:
-            settlement.fallback()
+        with self.gate.settling(meter):
+            try:
+                data = rewrite(api, body, attempt.max_tokens)
+                self._exchange(api, family, upstream, path, query, data, settlement)
+            finally:
+                settlement.fallback()
 
     # --- upstream ---
 

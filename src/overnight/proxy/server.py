@@ -9,12 +9,13 @@ forwarded, and its answer settles what was held (``overnight.proxy.relay``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import socketserver
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -88,6 +89,9 @@ class _TcpServer(_Quiet, socketserver.ThreadingMixIn, socketserver.TCPServer):
 class _State:
     meters: dict[str, Meter] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    open: dict[int, int] = field(default_factory=dict)
+    """Unsettled exchanges, by the id of their meter."""
+    settled: threading.Condition = field(default_factory=threading.Condition)
 
 
 class MeteringProxy:
@@ -131,10 +135,33 @@ class MeteringProxy:
         with self._state.lock:
             self._state.meters[token] = meter
 
-    def revoke(self, token: str) -> None:
-        """Refuse ``token`` from now on (401); requests already forwarded finish."""
+    def revoke(self, token: str, *, settle_s: float = 60.0) -> None:
+        """Refuse ``token`` from now on (401); requests already forwarded finish, and this
+        waits (at most ``settle_s``) until they are settled: a stream its client hung up on is
+        read to its end, so that what it bills is booked to the task that asked for it."""
         with self._state.lock:
-            self._state.meters.pop(token, None)
+            meter = self._state.meters.pop(token, None)
+        if meter is None:
+            return
+        with self._state.settled:
+            self._state.settled.wait_for(
+                lambda: self._state.open.get(id(meter), 0) == 0, timeout=settle_s
+            )
+
+    @contextlib.contextmanager
+    def settling(self, meter: Meter) -> Iterator[None]:
+        with self._state.settled:
+            self._state.open[id(meter)] = self._state.open.get(id(meter), 0) + 1
+        try:
+            yield
+        finally:
+            with self._state.settled:
+                left = self._state.open[id(meter)] - 1
+                if left:
+                    self._state.open[id(meter)] = left
+                else:
+                    del self._state.open[id(meter)]
+                self._state.settled.notify_all()
 
     def meter_of(self, token: str | None) -> Meter | None:
         if not token:
@@ -210,8 +237,11 @@ class MeteringProxy:
         server.server_activate()
         self.port = server.socket.getsockname()[1]
 
-    def close(self) -> None:
-        """Stop listening, remove the socket, and close the upstream connections."""
+    def close(self, *, settle_s: float = 60.0) -> None:
+        """Stop listening, remove the socket, and close the upstream connections, once every
+        exchange in flight is settled (waiting at most ``settle_s``)."""
+        with self._state.settled:
+            self._state.settled.wait_for(lambda: not self._state.open, timeout=settle_s)
         for server, thread in zip(self._servers, self._threads, strict=False):
             server.shutdown()
             thread.join(timeout=5)

@@ -16,6 +16,7 @@ the answer then says it stopped at the cap.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import json
 import re
 import secrets
@@ -61,6 +62,21 @@ class Turn:
     after_first_event: Callable[[], object] | None = None
     """Called once the first event of a stream is sent, before the next (to hold a stream
     open while a test looks at what has arrived)."""
+    server_uses: Mapping[str, int] = field(default_factory=dict)
+    """Server tools' uses the answer reports (``{"web_search": 2}``): Anthropic's
+    ``usage.server_tool_use.<name>_requests``, a ``web_search_call`` item of a response."""
+    served: Mapping[str, str] = field(default_factory=dict)
+    """How the answer says it was served (``{"speed": "fast"}``): fields of Anthropic's usage,
+    OpenAI's top-level ``service_tier``."""
+    encode: Callable[[bytes], bytes] | None = None
+    """Rewrites the bytes of a whole answer, or of each event of a stream, before they are
+    sent (an upstream that writes its JSON its own way)."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Headers the answer carries besides its own."""
+    gzip: bool = False
+    """Send a whole answer gzip-compressed (``Content-Encoding: gzip``)."""
+    piece_size: int | None = None
+    """Stream text in pieces of this many characters (a word may then span two events)."""
 
 
 @dataclass(frozen=True)
@@ -130,8 +146,15 @@ def _id(prefix: str, length: int = 24) -> str:
     return prefix + secrets.token_hex(length // 2)
 
 
+#: When set (by ``Turn.piece_size``), text is streamed in pieces of this many characters.
+_PIECE = threading.local()
+
+
 def _pieces(content: str) -> list[str]:
     """``content`` in the small pieces a provider streams it in."""
+    size = getattr(_PIECE, "size", None)
+    if size:
+        return [content[i : i + size] for i in range(0, len(content), size)] or [content]
     words = re.findall(r"\S*\s*", content)
     pieces = ["".join(words[i : i + 2]) for i in range(0, len(words), 2)]
     return [p for p in pieces if p] or ([content] if content else [])
@@ -141,6 +164,7 @@ class _Billing:
     """A turn's usage as a request's output cap leaves it."""
 
     def __init__(self, turn: Turn, request: Received) -> None:
+        self.turn = turn
         self.usage = turn.usage
         cap = request.max_tokens
         self.capped = cap is not None and turn.usage.output > cap
@@ -161,6 +185,12 @@ class _Billing:
             },
             "output_tokens": self.output if output is None else output,
             "service_tier": "standard",
+            **(
+                {"server_tool_use": {f"{k}_requests": v for k, v in self.turn.server_uses.items()}}
+                if self.turn.server_uses
+                else {}
+            ),
+            **self.turn.served,
         }
 
     def _input_details(self) -> dict[str, int]:
@@ -257,7 +287,8 @@ def anthropic_events(turn: Turn, request: Received) -> Iterator[tuple[str, dict[
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
     final = bill.anthropic()
     final.pop("cache_creation")
-    final.pop("service_tier")
+    for name in ("service_tier", *turn.served):
+        final.pop(name, None)
     yield (
         "message_delta",
         {
@@ -585,14 +616,33 @@ class _Handler(BaseHTTPRequestHandler):
             whole = chat_completion(answer, request)
         else:
             whole = openai_response(answer, request)
-        self._json(200, whole, cut=answer.cut_after is not None)
+        if request.api != "anthropic" and "service_tier" in answer.served:
+            whole["service_tier"] = answer.served["service_tier"]
+        if request.api == "openai-responses" and answer.server_uses.get("web_search"):
+            searches = [
+                {"type": "web_search_call", "id": _id("ws_"), "status": "completed"}
+                for _ in range(answer.server_uses["web_search"])
+            ]
+            whole["output"] = [*searches, *whole["output"]]
+        self._json(200, whole, answer.headers, cut=answer.cut_after is not None, turn=answer)
 
     do_GET = do_POST
 
     def _json(
-        self, status: int, data: Any, headers: Mapping[str, str] | None = None, *, cut: bool = False
+        self,
+        status: int,
+        data: Any,
+        headers: Mapping[str, str] | None = None,
+        *,
+        cut: bool = False,
+        turn: Turn | None = None,
     ) -> None:
         payload = json.dumps(data).encode()
+        if turn is not None and turn.encode is not None:
+            payload = turn.encode(payload)
+        if turn is not None and turn.gzip:
+            payload = gzip.compress(payload)
+            headers = {**(headers or {}), "Content-Encoding": "gzip"}
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -607,6 +657,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(payload)
 
     def _stream(self, request: Received, turn: Turn) -> None:
+        _PIECE.size = turn.piece_size
+        try:
+            self._stream_events(request, turn)
+        finally:
+            _PIECE.size = None
+
+    def _stream_events(self, request: Received, turn: Turn) -> None:
         if request.api == "anthropic":
             events: Iterator[tuple[str, Any]] = anthropic_events(turn, request)
         elif request.api == "openai-chat":
@@ -618,6 +675,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         self.send_header("request-id", _id("req_011"))
+        for header, value in turn.headers.items():
+            self.send_header(header, value)
         self.end_headers()
         for number, (name, data) in enumerate(events):
             failing = turn.cut_after is not None and number >= turn.cut_after
@@ -629,16 +688,18 @@ class _Handler(BaseHTTPRequestHandler):
                 turn.after_first_event()
             if number and turn.pace:
                 time.sleep(turn.pace)
-            if not self._event(name, data):
+            if not self._event(name, data, turn.encode):
                 return
             if failing:
                 break
         self.wfile.write(b"0\r\n\r\n")
 
-    def _event(self, name: str, data: Any) -> bool:
+    def _event(self, name: str, data: Any, encode: Callable[[bytes], bytes] | None = None) -> bool:
         """Send one event; False when the client has gone."""
         text = data if isinstance(data, str) else json.dumps(data)
         chunk = ((f"event: {name}\n" if name else "") + f"data: {text}\n\n").encode()
+        if encode is not None:
+            chunk = encode(chunk)
         try:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
         except OSError:
