@@ -37,6 +37,8 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from overnight.core.budget import Usage
+from overnight.process import secret_values
+from overnight.secrecy import SecretScan
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 
@@ -98,7 +100,9 @@ class ProviderError(Exception):
         not_sent: NotSent | None = None,
     ) -> None:
         self.provider = provider
-        self.message = message
+        # A provider's (or a gateway's) text may quote the credential it was sent, escaped or
+        # encoded; it reaches the trace, the report and the model, so it is scanned decoded.
+        self.message = SecretScan(secret_values()).redact(message)
         self.status = status
         """The HTTP status (an in-stream error is given the status its type stands for);
         None for timeouts and connection failures."""
@@ -116,7 +120,7 @@ class ProviderError(Exception):
         """Why the request never reached the provider, when it did not: nothing can have been
         billed."""
         where = f"HTTP {status}" if status is not None else "no response"
-        super().__init__(f"{provider} ({where}): {message}")
+        super().__init__(f"{provider} ({where}): {self.message}")
 
 
 def is_retryable_status(status: int) -> bool:
