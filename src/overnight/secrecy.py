@@ -100,7 +100,7 @@ class SecretScan:
             parsed = json.loads(data)
         except (ValueError, RecursionError):
             return False
-        return self.found("".join(strings(parsed)))
+        return any(self.found("".join(view(parsed))) for view in (strings, values, texts))
 
     def redact(self, text: str, replacement: str = "[redacted]") -> str:
         """``text`` with each secret replaced; a text that still carries one (encoded) is
@@ -112,7 +112,38 @@ class SecretScan:
         return text
 
 
-def strings(value: object) -> list[str]:
+#: The fields whose strings a client joins into what it shows or runs: a message's text, a
+#: streamed delta's text or tool input, a tool call's arguments, a result's output.
+TEXT_FIELDS = frozenset(
+    {"text", "partial_json", "content", "thinking", "arguments", "output", "refusal", "delta"}
+)
+
+
+def texts(value: object) -> list[str]:
+    """The strings of a JSON value held under ``TEXT_FIELDS``, in order: the parts a client
+    joins (the text deltas of a stream, the blocks of a message), without the names and
+    labels between them."""
+    out: list[str] = []
+    stack: list[tuple[object, bool]] = [(value, False)]
+    while stack:
+        item, wanted = stack.pop()
+        if isinstance(item, str):
+            if wanted:
+                out.append(item)
+        elif isinstance(item, dict):
+            for key, inner in reversed(list(item.items())):
+                stack.append((inner, key in TEXT_FIELDS or (wanted and not isinstance(inner, str))))
+        elif isinstance(item, list):
+            stack.extend((inner, wanted) for inner in reversed(item))
+    return out
+
+
+def values(value: object) -> list[str]:
+    """Every string value of a JSON value (keys left out), in order."""
+    return [s for s in strings(value, keys=False)]
+
+
+def strings(value: object, *, keys: bool = True) -> list[str]:
     """Every string of a JSON value (keys included), in order."""
     out: list[str] = []
     stack = [value]
@@ -123,7 +154,8 @@ def strings(value: object) -> list[str]:
         elif isinstance(item, dict):
             for key, inner in reversed(list(item.items())):
                 stack.append(inner)
-                stack.append(key)
+                if keys:
+                    stack.append(key)
         elif isinstance(item, list):
             stack.extend(reversed(item))
     return out
@@ -139,6 +171,7 @@ class StreamScan:
         self.leaked = False
         self._keep = max((len(s) for s in scan.secrets), default=0) * 8 + 64
         self._joined = ""
+        self._text = ""
 
     def add(self, raw: bytes, parsed: object) -> None:
         if not self.scan or self.leaked:
@@ -148,14 +181,20 @@ class StreamScan:
             self.leaked = True
             return
         self._joined = (self._joined + "".join(strings(parsed)))[-self._keep :]
-        self.leaked = self.scan.found(self._joined)
+        self._text = (self._text + "".join(texts(parsed)))[-self._keep :]
+        self.leaked = self.scan.found(self._joined) or self.scan.found(self._text)
 
     def holding(self) -> bool:
         """Whether the text joined so far ends with the start of a secret (as it is, or JSON-
         unescaped): the event that made it must wait for the next."""
         if not self.scan:
             return False
-        for view in (self._joined, _unescape_json(self._joined)):
+        for view in (
+            self._joined,
+            _unescape_json(self._joined),
+            self._text,
+            _unescape_json(self._text),
+        ):
             for secret in self.scan.secrets:
                 for size in range(min(len(secret) - 1, len(view)), MIN_PARTIAL - 1, -1):
                     if view.endswith(secret[:size]):

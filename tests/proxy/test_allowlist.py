@@ -250,3 +250,18 @@ def test_an_image_that_cannot_be_read_is_refused() -> None:
     ]
     with pytest.raises(Unforwardable, match="size cannot be read"):
         bound("anthropic", body, 500)
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(name=names)
+def test_an_unknown_query_parameter_is_refused(served: Stack, name: str) -> None:
+    before = len(served.upstream.requests)
+    response = httpx2.post(
+        f"{served.proxy.url}/v1/messages?beta=true&{name}=1",
+        content=json.dumps(ANTHROPIC).encode(),
+        headers={"x-api-key": TOKEN, "content-type": "application/json"},
+        timeout=10,
+    )
+    assert_refused(served, response, "anthropic", name, before)

@@ -184,6 +184,18 @@ _BETA_FIELDS = ("fast-mode-",)
 _BETA_LONG_CONTEXT = ("context-1m-",)
 
 
+#: Query parameters forwarded (the Anthropic SDKs' ``?beta=true``); any other is refused.
+QUERY = frozenset({"beta"})
+
+
+def check_query(query: str) -> None:
+    """Refuse a query parameter the proxy does not know (a channel beside the body)."""
+    for pair in query.split("&") if query else ():
+        name = pair.partition("=")[0]
+        if name not in QUERY:
+            _refuse(f"the query parameter {name!r}", _UNKNOWN)
+
+
 def check_headers(api: Api, headers: Iterable[tuple[str, str]], needs: Needs) -> None:
     """Refuse a header, or an ``anthropic-beta`` value, the proxy does not know."""
     for name, value in headers:

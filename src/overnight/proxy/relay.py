@@ -30,7 +30,7 @@ import httpx2
 
 from overnight.core.budget import Usage
 from overnight.models.provider_errors import not_sent
-from overnight.proxy.allowlist import Unforwardable
+from overnight.proxy.allowlist import Unforwardable, check_query
 from overnight.proxy.metering import Answered, Api, Attempt, Meter, Refused
 from overnight.proxy.protocols import (
     FREE_ROUTES,
@@ -240,6 +240,7 @@ class Handler(BaseHTTPRequestHandler):
         if api is None:
             # not billed, but held to the same allowlist: no URL the provider would fetch
             try:
+                check_query(query)
                 read_request("anthropic", raw, self._forwarded())
             except (BadRequest, Unforwardable) as exc:
                 return self._error(family, 400, str(exc), no_retry=True)
@@ -265,6 +266,7 @@ class Handler(BaseHTTPRequestHandler):
         raw: bytes,
     ) -> None:
         try:
+            check_query(query)
             body, asked = read_request(api, raw, self._forwarded())
         except BadRequest as exc:
             return self._error(family, 400, str(exc))
