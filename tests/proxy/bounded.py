@@ -25,6 +25,7 @@ from overnight.core.budget import NANOS, Price, Usage
 from overnight.store.journal import read_intact_records, read_journal
 from overnight.testing.upstream import Fail, Received, ScriptedUpstream, Turn, text
 from tests.executors.clis import UPSTREAM_KEY
+from tests.executors.test_cli_nights import BUGGY, CHECK
 from tests.helpers.nights import make_repo
 from tests.helpers.toml import dumps
 
@@ -32,15 +33,6 @@ AGENT = Path(__file__).with_name("hostile_agent.py")
 MODEL = "claude-sonnet-4-5"
 OPENAI_MODEL = "gpt-5"
 PRICE = Price.from_input_output(3.0, 15.0)
-BUGGY = {
-    "calc.py": "def add(a, b):\n    return a - b\n",
-    "test_calc.py": (
-        "import unittest\n\nfrom calc import add\n\n\n"
-        "class Add(unittest.TestCase):\n"
-        "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
-    ),
-}
-CHECK = "python3 -m unittest -q test_calc"
 MARK = "x-client-request-id"
 
 
