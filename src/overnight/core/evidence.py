@@ -22,13 +22,18 @@ test at the same place for the same reason is met, and what stayed skipped is gr
 reason for the report. A test that ran on the base (passed or failed) and is skipped,
 xfailed or missing here is not met, and so is one skipped here for another reason.
 
+A subtest (``unittest``'s ``subTest``, pytest's ``subtests``) is a test of its own, named
+``<test id> › <description>`` (``tests/t.py::T::test_codecs › (codec='zstd')``): it has one
+outcome, its own skip site, and the base-record rules apply to it as to any test, whatever
+its siblings did.
+
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +44,10 @@ NO_EVIDENCE = "not met: the test run gave no evidence"
 DISAGREES = "not met: the test run's evidence disagrees"
 
 _RANK = {"passed": 0, "skipped": 1, "xfailed": 2, "failed": 3}
+
+#: Between a test's id and a subtest's description in the subtest's id: no node id holds it
+#: (pytest writes a parameter's id in ASCII).
+SUBTEST = " \u203a "
 _PHASES = ("setup", "call", "teardown")
 
 
@@ -90,6 +99,26 @@ class BaseTests(BaseModel):
     """Older records: tests that may stay skipped, with why (a mark, a skip at set-up)."""
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A line of the evidence the reporter never writes: which, how long, why, and for which
+    test when the line names one."""
+
+    size: int
+    why: str
+    test: str = ""
+    line: int = 0
+
+    def said(self) -> str:
+        test = f" for {self.test}" if self.test else ""
+        return f"line {self.line}{test}, {self.size:,} bytes, {self.why}"
+
+
+def subtest_id(nodeid: str, description: str) -> str:
+    """The id of a subtest of ``nodeid``."""
+    return f"{nodeid}{SUBTEST}{description}"
+
+
 @dataclass
 class RunReport:
     """What the reporter wrote during one command (possibly several pytest sessions)."""
@@ -112,6 +141,8 @@ class RunReport:
     """Installed pytest plugins that did not load (autoload is off)."""
     unreadable: int = 0
     """Lines that are not the reporter's."""
+    unreadable_lines: list[Unreadable] = field(default_factory=list)
+    """The first of them, each with where and why."""
     truncated: bool = False
     """The evidence was larger than the harness reads."""
     complete: int = 0
@@ -183,17 +214,32 @@ class RunReport:
         return max(reported, from_raise, key=_RANK.__getitem__)
 
 
-def read_run(events: Iterable[Mapping[str, Any] | None], *, truncated: bool = False) -> RunReport:
-    """Read the reporter's events (one decoded JSON line each; None for a line that was
-    not one); anything the reporter never writes is counted as unreadable."""
+def read_run(
+    events: Iterable[Mapping[str, Any] | Unreadable | None], *, truncated: bool = False
+) -> RunReport:
+    """Read the reporter's events (one decoded JSON line each; an ``Unreadable`` or None for
+    a line that was not one); anything the reporter never writes is counted as unreadable,
+    and the first few are kept with why."""
     run = RunReport(truncated=truncated)
     collected: dict[str, None] = {}
     reported: dict[str, None] = {}
-    for event in events:
-        if event is None:
-            run.unreadable += 1
+
+    def unreadable(line: int, found: Unreadable) -> None:
+        run.unreadable += 1
+        if len(run.unreadable_lines) < 3:
+            run.unreadable_lines.append(replace(found, line=line))
+
+    for number, event in enumerate(events, 1):
+        if event is None or isinstance(event, Unreadable):
+            unreadable(number, event or Unreadable(0, "not a line of the reporter's"))
             continue
         kind, nodeid = event.get("kind"), event.get("nodeid")
+        sub = event.get("sub")
+        if isinstance(nodeid, str) and isinstance(sub, str) and kind in ("call", "report"):
+            nodeid = subtest_id(nodeid, sub)
+            # a subtest has one phase, run inside its test's call
+            for when in ("setup", "teardown"):
+                run.phases.setdefault((nodeid, when), "passed")
         if kind == "started":
             run.started += 1
             off = event.get("plugins_off")
@@ -209,7 +255,7 @@ def read_run(events: Iterable[Mapping[str, Any] | None], *, truncated: bool = Fa
         elif kind == "tampered" and isinstance(event.get("what"), list):
             run.tampered += [str(w) for w in event["what"]]
         elif not isinstance(nodeid, str):
-            run.unreadable += 1
+            unreadable(number, Unreadable(0, f"a {str(kind)[:40]!r} line without a test id"))
         elif kind == "collected":
             collected[nodeid] = None
             if isinstance(event.get("mark"), str):
@@ -237,7 +283,10 @@ def read_run(events: Iterable[Mapping[str, Any] | None], *, truncated: bool = Fa
             if isinstance(site, dict) and (key not in run.skips or event.get("seen") == "first"):
                 run.skips[key] = (str(site.get("where", "")), str(site.get("reason", "")))
         else:
-            run.unreadable += 1
+            unreadable(
+                number,
+                Unreadable(0, f"a {str(kind)[:40]!r} line the reporter never writes", nodeid),
+            )
     # A test reported without being collected here ran elsewhere (an xdist worker).
     run.collected = list({**collected, **reported})
     return run
@@ -344,8 +393,19 @@ def judge(
         return Judgement(
             False, f"{NO_EVIDENCE} (the harness's reporter saw no test session finish)"
         )
-    if run.truncated or run.unreadable:
-        return Judgement(False, f"{DISAGREES} (its report holds lines the reporter never wrote)")
+    if run.truncated:
+        return Judgement(
+            False,
+            f"{DISAGREES} (its report is larger than the harness reads: the tests it does not "
+            "hold cannot be judged)",
+        )
+    if run.unreadable:
+        first = "; ".join(u.said() for u in run.unreadable_lines)
+        return Judgement(
+            False,
+            f"{DISAGREES} (its report holds {run.unreadable} line(s) the harness's reporter "
+            f"never writes: {first})",
+        )
     if len(run.finished) < run.started:
         return Judgement(False, f"{NO_EVIDENCE} (a test session started and never finished)")
     if run.tampered:

@@ -23,6 +23,12 @@ the command has ended:
   after this module was imported (by code under test at import, say);
 * ``finished``: the session ended, with the exit status pytest computed.
 
+A subtest (``unittest``'s ``subTest``, pytest's ``subtests`` fixture) is a test of its own:
+its ``call`` and ``report`` lines carry ``sub``, the subtest's description as pytest prints
+it (``[msg] (name='value')``). Lines are bounded: a node id longer than ``ID_LIMIT``
+characters is written as its first ``ID_PREFIX`` characters, its length and a digest of the
+whole (the same on every run of the same test), and any other text is cut to ``TEXT_LIMIT``.
+
 The module is self-contained (it runs in the project's Python, which may lack everything
 the harness needs) and keeps to the standard library and pytest's hooks.
 """
@@ -62,15 +68,36 @@ def _add_layout() -> None:
         sys.path.insert(0, entry)
 
 
+#: A node id longer than this is written as a prefix, its length and a digest.
+ID_LIMIT = 2000
+ID_PREFIX = 240
+#: Any other text (a reason, a subtest's description) is cut to this many characters.
+TEXT_LIMIT = 1000
+
 _FD = _take_fd()
 _COMPLETE = os.environ.pop(_COMPLETE_VARIABLE, "") == "1"
 _NEUTRALIZED: list[str] = []
 _add_layout()
 
 
+def _test_id(nodeid: str) -> str:
+    """``nodeid``, or for one longer than ``ID_LIMIT`` (a test parametrized with a long
+    string), a bounded name of it that is the same wherever the same test runs."""
+    if len(nodeid) <= ID_LIMIT:
+        return nodeid
+    digest = hashlib.sha256(nodeid.encode("utf-8", "replace")).hexdigest()[:16]
+    return f"{nodeid[:ID_PREFIX]}...[{len(nodeid)} characters, sha256 {digest}]"
+
+
+def _text(value: str, limit: int = TEXT_LIMIT) -> str:
+    return value if len(value) <= limit else value[:limit] + "..."
+
+
 def _write(event: dict[str, Any]) -> None:
     if _FD is None:
         return
+    if isinstance(event.get("nodeid"), str):
+        event["nodeid"] = _test_id(event["nodeid"])
     data = (json.dumps(event, separators=(",", ":")) + "\n").encode("utf-8", "replace")
     try:
         while data:
@@ -92,10 +119,10 @@ def _mark(item: pytest.Item) -> str | None:
 
         skip = evaluate_skip_marks(item)
         if skip is not None:
-            return f"skip: {skip.reason}"
+            return _text(f"skip: {skip.reason}")
         xfail = evaluate_xfail_marks(item)
         if xfail is not None:
-            return f"xfail: {xfail.reason}"
+            return _text(f"xfail: {xfail.reason}")
     except Exception:
         return None
     # unittest's own decorators (skip, skipIf, skipUnless, expectedFailure), on the method
@@ -104,7 +131,7 @@ def _mark(item: pytest.Item) -> str | None:
     owner = getattr(item, "cls", None)
     for holder in (method, owner):
         if holder is not None and getattr(holder, "__unittest_skip__", False):
-            return f"skip: {getattr(holder, '__unittest_skip_why__', '')}"
+            return _text(f"skip: {getattr(holder, '__unittest_skip_why__', '')}")
     if method is not None and getattr(method, "__unittest_expecting_failure__", False):
         return "xfail: unittest expectedFailure"
     return None
@@ -149,7 +176,7 @@ def _check_runner(item: pytest.Item | None = None) -> None:
         if vars(owner).get(name) is not original
     ]
     if item is not None and "runtest" in getattr(item, "__dict__", {}):
-        found.append(f"{item.nodeid}.runtest")
+        found.append(f"{_test_id(item.nodeid)}.runtest")
     new = [f for f in found if f not in _TAMPERED]
     if new:
         _TAMPERED.update(new)
@@ -210,7 +237,7 @@ def _skip_site(excinfo: Any, root: str) -> dict[str, str] | None:
         trace = trace.tb_next
     if root:
         reason = reason.replace(root, "<rootdir>")
-    return {"where": where, "reason": reason[:500]}
+    return {"where": _text(where), "reason": reason[:500]}
 
 
 def _root(config: Any) -> str:
@@ -238,7 +265,7 @@ def _logged_site(report: Any) -> dict[str, str] | None:
     if report.outcome != "skipped" or not isinstance(longrepr, tuple) or len(longrepr) != 3:
         return None
     path, line, reason = longrepr
-    return {"where": f"{path}:{line}", "reason": str(reason)[:500]}
+    return {"where": _text(f"{path}:{line}"), "reason": str(reason)[:500]}
 
 
 #: Options that stop a run early or narrow it to some tests, and the value that turns each off.
@@ -313,7 +340,7 @@ def _case_key(item: pytest.Item) -> str | None:
         parts = []
         for name in sorted(callspec.params):
             text = repr(callspec.params[name])
-            if " at 0x" in text or len(text) > 10_000:
+            if " at 0x" in text:
                 return None
             parts.append(f"{name}={text}")
         digest = hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:16]
@@ -334,19 +361,44 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         _write(event)
 
 
+#: The ``call`` and ``report`` lines of a phase whose report was made and not yet logged: a
+#: subtest's report is made as its test's is, and is known as a subtest's once it is logged.
+_PENDING: dict[str, list[dict[str, Any]]] = {}
+
+
+def _flush(nodeid: str, sub: str | None = None) -> None:
+    for event in _PENDING.pop(nodeid, []):
+        if sub is not None:
+            event["sub"] = sub
+        _write(event)
+
+
+def _subtest(report: Any) -> str | None:
+    """A subtest's description as pytest prints it (``[msg] (name='value')``); None for a
+    test's own report."""
+    describe = getattr(report, "_sub_test_description", None)
+    if not callable(describe) or getattr(report, "context", None) is None:
+        return None
+    try:
+        return _text(str(describe()))
+    except Exception:
+        return "(<subtest>)"
+
+
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, Any, None]:
     # Read before any other implementation of the hook runs: what the phase raised.
     if _FD is not None:
         _check_runner(item)
-        _write(
+        _flush(item.nodeid)  # a phase made and never logged: its test's own
+        _PENDING[item.nodeid] = [
             {
                 "kind": "call",
                 "nodeid": item.nodeid,
                 "when": str(call.when),
                 "raised": _raised(call.excinfo),
             }
-        )
+        ]
     outcome = yield
     if _FD is not None:
         try:
@@ -355,24 +407,30 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Generator[None, A
             site = _skip_site(call.excinfo, _root(item.config))
             if site is not None:
                 event["skip"] = site
-            _write(event)
         except Exception:
-            _write({"kind": "report", "seen": "first", "nodeid": item.nodeid, "outcome": "?"})
+            event = {"kind": "report", "seen": "first", "nodeid": item.nodeid, "outcome": "?"}
+        _PENDING.setdefault(item.nodeid, []).append(event)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_logreport(report: Any) -> None:
     if _FD is not None:
+        sub = _subtest(report)
+        _flush(str(report.nodeid), sub)
         event = _report(report, "logged")
         site = _logged_site(report)
         if site is not None:
             event["skip"] = site
+        if sub is not None:
+            event["sub"] = sub
         _write(event)
 
 
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: Any) -> Generator[None, Any, None]:
     yield
+    for nodeid in list(_PENDING):
+        _flush(nodeid)
     if _active(session.config):
         _check_runner()
         _write({"kind": "finished", "exitstatus": int(session.exitstatus)})

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import secrets
 import shlex
 import shutil
@@ -31,10 +32,11 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
-from overnight.core.evidence import RunReport, read_run
+from overnight.core.evidence import RunReport, Unreadable, read_run
 from overnight.process import Confinement, run_command, scrubbed_env
 
-#: Lines longer than this are not the reporter's (a node id is a path and a name).
+#: Lines longer than this are not the reporter's: it bounds every line it writes (a long
+#: node id is written as a prefix and a digest, other text is cut) well below this.
 MAX_LINE = 1 << 16
 
 #: The reporter's evidence is read up to this size; a run that wrote more is judged on what
@@ -106,15 +108,37 @@ class Reporter:
         return read_run(events, truncated=size > MAX_EVIDENCE_BYTES)
 
 
-def _event(line: bytes) -> dict[str, Any] | None:
-    """One line of the reporter's, decoded; None for anything else."""
+_NODEID = re.compile(rb'"nodeid":\s*"((?:[^"\\]|\\.){1,400})')
+
+
+def _event(line: bytes) -> dict[str, Any] | Unreadable:
+    """One line of the reporter's, decoded; for anything else, what it is and why not."""
     if len(line) > MAX_LINE:
-        return None
+        return Unreadable(
+            len(line),
+            f"longer than the {MAX_LINE:,} bytes a line of the reporter's can be",
+            _named_test(line[:4096]),
+        )
     try:
         event = json.loads(line)
+    except ValueError as exc:
+        return Unreadable(len(line), f"not JSON ({exc})", _named_test(line[:4096]))
+    if not isinstance(event, dict):
+        return Unreadable(len(line), f"a JSON {type(event).__name__}, not an object")
+    return event
+
+
+def _named_test(head: bytes) -> str:
+    """The test a line names near its start, for saying which test an unreadable line is
+    about (its first 200 characters)."""
+    found = _NODEID.search(head)
+    if found is None:
+        return ""
+    try:
+        text = json.loads(b'"' + found.group(1) + b'"')
     except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
+        text = found.group(1).decode("utf-8", "replace")
+    return str(text)[:200]
 
 
 @contextlib.contextmanager
