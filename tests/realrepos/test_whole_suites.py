@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.nights import git
+from tests.helpers.suite_runs import suite_runs, trace_events
 from tests.realrepos.corpus import WHOLE_SUITES, Package
 from tests.realrepos.night import RealRepoNight, assert_landed_alone, assert_nothing_landed
 
@@ -81,6 +82,9 @@ def test_the_correct_fix_lands_with_only_its_source_diff(package: Package, tmp_p
     night = RealRepoNight(package, tmp_path)
     outcome = night.play(night.steps(fix=package.good))
     assert_landed_alone(night, outcome)
+    # the start check's run on the base commit and the verify's on the candidate; the goal's
+    # verdict on the landed tree is the verify's evidence, not a third run
+    assert suite_runs(trace_events(night.run_dir)) == ["start check", "verify"]
 
 
 @BY_CONFIG

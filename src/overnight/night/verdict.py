@@ -74,6 +74,16 @@ class Verdict:
     evidence: Evidence = "exit_code_only"
 
 
+@dataclass(frozen=True)
+class _Verified:
+    """The last verify that ran the goal predicate's command, on a clean checkout of
+    ``commit``."""
+
+    commit: str
+    task: str
+    ran: Ran
+
+
 def protection_for(spec: Spec, files_at_base: set[str], dirs_at_base: set[str]) -> Protection:
     """What judges the work of a night of ``spec`` whose base tree holds these paths: the
     protect globs, what the predicate and the verify commands name, and the installed module
@@ -114,6 +124,7 @@ class Verdicts:
         self._protection: Protection | None = None
         self._automation = Automation(tuple(spec.predicate.allow_automation))
         self._links: tuple[str, dict[str, str]] | None = None
+        self._verified: _Verified | None = None
 
     # -- record the base -------------------------------------------------------------------
 
@@ -215,6 +226,9 @@ class Verdicts:
             raise NoTimeLeft(
                 f"the verify of {task.id} was cut at the time limit after {result.seconds:.1f} s"
             )
+        self._verified = None
+        if command == self.spec.predicate.command and not task.model_written:
+            self._verified = _Verified(candidate or self.worktree.head(), task.id, ran)
         outcome = outcome_of_exit(result.exit_code, command)
         cannot_run = cannot_run_reason(result.exit_code, command) or ""
         if result.timed_out:
@@ -243,7 +257,11 @@ class Verdicts:
         try:
             if self.seconds_left() <= 0:
                 raise NoTimeLeft("no time was left to run the goal predicate")
-            on_base = self.worktree.head() == self.state.base_commit
+            head = self.worktree.head()
+            reused = self._reusable(head)
+            if reused is not None:
+                return self._judged_again(reused)
+            on_base = head == self.state.base_commit
             base = None
             as_record = tests and on_base and self.base_for_kept(p.command) is None
             if tests and not as_record:
@@ -285,6 +303,38 @@ class Verdicts:
             cut_at_time_limit=ran.cut_at_time_limit,
             seconds=record.seconds,
             sandboxed=confine is not None,
+        )
+        return record
+
+    def _reusable(self, head: str) -> _Verified | None:
+        """The verify whose run is the predicate's on ``head``: the same command, run as the
+        predicate runs (not a model's words), to its end within the predicate's timeout, on
+        a clean checkout of exactly this commit."""
+        found = self._verified
+        if found is None or found.commit != head:
+            return None
+        result = found.ran.result
+        if result.timed_out or result.seconds > self.spec.predicate.timeout_s:
+            return None
+        return found
+
+    def _judged_again(self, verified: _Verified) -> PredicateRecord:
+        """The goal predicate judged on the run of the verify that landed this tree, against
+        the predicate's own base record: the suite is not run a second time."""
+        p = self.spec.predicate
+        base = (
+            self.base_for(p.command, p.command, False, p.timeout_s) if verified.ran.tests else None
+        )
+        record = judged_predicate(verified.ran, base, self.places)
+        self.trace.event(
+            "tool_call",
+            tool="predicate",
+            exit_code=record.exit_code,
+            met=record.met,
+            evidence=record.evidence,
+            verdict=record.verdict,
+            seconds=record.seconds,
+            from_verify=verified.task,
         )
         return record
 
