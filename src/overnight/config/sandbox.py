@@ -57,9 +57,14 @@ class SandboxSpec(BaseModel):
     address_space_mb: int = Field(default=8192, ge=0)
     """Address-space limit of each sandboxed process, in MiB (0: no limit)."""
     processes: int = Field(default=4096, ge=0)
-    """Process limit (RLIMIT_NPROC). The kernel counts it per user and does not apply it to
-    root: a root harness's sandbox runs as an unprivileged uid of its own, shared by every
-    sandbox of the machine, so the limit binds there too. 0: no limit."""
+    """Process limit (RLIMIT_NPROC), binding per night. The kernel counts it per uid and does
+    not apply it to root: a root harness gives each night's sandbox an unprivileged uid of its
+    own, held machine-wide while the night runs (one of 1024, or the range
+    ``OVERNIGHT_SANDBOX_UIDS`` names), so one night's fork bomb cannot take the processes
+    another night needs; only when every uid is held do sandboxes share one, and the limit
+    with it. A harness that is not root runs its sandbox as its own uid, so the limit counts
+    that user's other processes too. ``result.json`` says which held
+    (``sandbox.process_limit``). 0: no limit."""
     file_size_mb: int = Field(default=4096, ge=0)
     """Largest file a sandboxed process may write, in MiB (0: no limit)."""
     bytecode: bool = False

@@ -364,6 +364,11 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
             uid=None if f.sandbox_identity is None else f.sandbox_identity.uid,
             ran_as_root=f.sandbox_identity is not None and f.sandbox_identity.as_root,
             root_reason="" if f.sandbox_identity is None else f.sandbox_identity.note,
+            process_limit=(
+                ""
+                if f.sandbox_identity is None
+                else f.sandbox_identity.process_limit(f.spec.sandbox.processes)
+            ),
         ),
         executor=cli_account(f.trace_ref),
     )

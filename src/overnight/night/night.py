@@ -851,6 +851,7 @@ class Night:
     def close(self) -> None:
         if self.proxy is not None:
             self.proxy.close()
+        self.sandbox.close()  # its uid, for another night of the machine
         self.trace.close()
         self.spend_journal.close()
         self.effects.close()

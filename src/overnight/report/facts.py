@@ -194,6 +194,8 @@ def sandbox_line(r: TerminalResult) -> str:
         )
     elif sb.uid is not None:
         line += f" Sandboxed commands ran as uid {sb.uid}, not root."
+    if sb.process_limit:
+        line += f" Process limit: {' '.join(sb.process_limit.split())[:300]}."
     return line
 
 

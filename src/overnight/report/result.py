@@ -281,6 +281,15 @@ class SandboxBlock(_Model):
     capabilities did not bind as for a normal user; ``root_reason`` says why."""
     root_reason: str = ""
     """Why the sandbox ran as root (empty when it did not)."""
+    process_limit: str = ""
+    """What ``[sandbox] processes`` (RLIMIT_NPROC, which the kernel counts per uid) bound, in
+    one sentence starting with the mechanism: ``per night: uid N of its own`` (a root
+    harness's sandbox held a uid no other sandbox of the machine had, so no other night's
+    processes counted against it), ``shared: uid N, with other sandboxes of this machine``
+    (every uid of the range was held; the reason follows), ``per user`` (a harness that is not
+    root: its own uid, shared with its other processes), ``not bound`` (the sandbox ran as
+    root) or ``none`` (no limit set). Empty: no sandbox was built, or a result from before
+    this was recorded."""
 
 
 class GoalBlock(_Model):

@@ -17,8 +17,8 @@ What a sandboxed command sees:
 * its own PID namespace (the harness's processes, and their environments, do not exist in
   its ``/proc``), a new session, no capabilities, and a network namespace with loopback only
   unless ``network = true``;
-* an unprivileged uid outside the sandbox too, when the harness is root
-  (``overnight.sandbox.identity``);
+* an unprivileged uid outside the sandbox too, when the harness is root: one of its own for
+  each sandbox, held until ``Sandbox.close`` (``overnight.sandbox.identity``);
 * an environment built from an allowlist, never a copy of the harness's;
 * resource limits (address space, processes, file size, CPU seconds), set by ``prlimit``
   before bubblewrap starts, so that every process inside inherits them.
@@ -42,7 +42,7 @@ from pathlib import Path
 from overnight.config.sandbox import SandboxSpec
 from overnight.sandbox.identity import (
     Identity,
-    dedicated_ids,
+    dropped_identity,
     give_back,
     lend,
     user_database,
@@ -214,6 +214,10 @@ class Sandbox:
 
         ``cwd`` and the ``writable`` paths are lent to the sandbox's uid from here until
         ``release(cwd)`` (see ``overnight.sandbox.identity``)."""
+        if self.identity.claim is not None and not self.identity.claim.held:
+            # Its uid may be another night's by now: running as it would share that night's
+            # processes, files and limit.
+            raise RuntimeError(f"the sandbox of uid {self.identity.uid} was closed")
         root = _real(cwd)
         mounts = _Mounts()
         for path, target in system_entries():
@@ -285,6 +289,17 @@ class Sandbox:
         have ended."""
         for place in (_real(cwd), *self.layout.writable):
             give_back(self.identity, place)
+
+    def close(self) -> None:
+        """Hand this sandbox's uid back to the machine's range, once no command of it runs any
+        more (idempotent; a sandbox never closed gives it back when it is collected, or when
+        the process ends however it ends). Commands may not be started after."""
+        self.identity.release()
+
+    @property
+    def process_limit(self) -> str:
+        """Whose processes ``[sandbox] processes`` counts here, in one sentence."""
+        return self.identity.process_limit(self.spec.processes)
 
     def _limits(self) -> list[str]:
         s = self.spec
@@ -377,9 +392,11 @@ def build_sandbox(
     writable: Iterable[Path] = (),
     readable: Iterable[Path] = (),
     home: Path | None = None,
+    uids: Iterable[int] | None = None,
 ) -> Sandbox:
     """A sandbox hiding ``sealed`` and the user's home; raises ``SandboxUnavailable`` when
-    bubblewrap or prlimit is not installed."""
+    bubblewrap or prlimit is not installed. A root harness's sandbox takes a uid of its own
+    from ``uids`` (default: the machine's range), to hand back with ``close``."""
     bwrap, prlimit = sandbox_programs()
     layout = plan_layout(
         sealed=sealed,
@@ -388,32 +405,34 @@ def build_sandbox(
         writable=writable,
     )
     sandbox = Sandbox(spec=spec, layout=layout, bwrap=bwrap, prlimit=prlimit, env=sandbox_env(spec))
-    return replace(sandbox, identity=_identity(sandbox))
+    return replace(sandbox, identity=_identity(sandbox, uids))
 
 
 _DROPS: dict[tuple[str, str], str | None] = {}
 
 
-def _identity(sandbox: Sandbox) -> Identity:
-    """Who sandboxed commands run as: the harness's own uid when it is not root; else a
-    dedicated unprivileged uid, tried once per process, or root with the reason why not."""
+def _identity(sandbox: Sandbox, uids: Iterable[int] | None) -> Identity:
+    """Who sandboxed commands run as: the harness's own uid when it is not root; else an
+    unprivileged uid of the sandbox's own, or root with the reason why not. Whether dropping
+    works is tried once per process, with the first uid taken: any free uid of the range
+    behaves the same, so a night does not pay a probe for its own."""
     if os.geteuid() != 0:
         return Identity(os.geteuid(), os.getegid())
     setpriv = find_program("setpriv")
     if setpriv is None:
         return Identity(0, 0, note="setpriv (util-linux) is not installed")
-    uid, gid = dedicated_ids()
-    dropped = Identity(uid, gid, setpriv=setpriv)
+    dropped = dropped_identity(setpriv, uids)
     key = (sandbox.bwrap, setpriv)
     if key not in _DROPS:
         _DROPS[key] = _try(replace(sandbox, identity=dropped))
     problem = _DROPS[key]
     if problem is None:
         return dropped
-    return Identity(0, 0, note=f"the sandbox could not run as uid {uid}: {problem}")
+    dropped.release()
+    return Identity(0, 0, note=f"the sandbox could not run as uid {dropped.uid}: {problem}")
 
 
-_PROBED: dict[tuple[str, bool, int], str | None] = {}
+_PROBED: dict[tuple[str, bool, bool, int], str | None] = {}
 
 
 def probe(sandbox: Sandbox) -> None:
@@ -421,7 +440,10 @@ def probe(sandbox: Sandbox) -> None:
     ``SandboxUnavailable`` with bubblewrap's own words and the fix when it does not. The
     answer is kept for the life of the process. Whether it runs as root is in
     ``sandbox.identity`` (``as_root``, and ``note``: why)."""
-    key = (sandbox.bwrap, sandbox.spec.network, sandbox.identity.uid)
+    # Not per uid: every sandbox of a root harness has a uid of its own, and they all behave
+    # as the first one probed.
+    ident = sandbox.identity
+    key = (sandbox.bwrap, sandbox.spec.network, ident.drops, 0 if ident.drops else ident.uid)
     if key not in _PROBED:
         _PROBED[key] = _try(sandbox)
     problem = _PROBED[key]

@@ -4,9 +4,17 @@ A harness running as root does not run the model's code as root: bubblewrap buil
 namespaces as root (no user namespace, which would map the inside back to root), keeps only
 the capabilities to change identity, and ``setpriv`` then becomes an unprivileged uid and gid
 with no groups, no capabilities (bounding set included) and ``no_new_privs``. So
-``RLIMIT_NPROC``, file permissions and capabilities bind as for any user. The uid is a
-dedicated one the machine's user database does not name (``nobody`` only when every
-candidate is taken), so no other process of the machine shares it.
+``RLIMIT_NPROC``, file permissions and capabilities bind as for any user.
+
+Each sandbox takes a uid (and the gid of the same number) of its own from a range the
+machine's user and group databases do not name (``overnight.sandbox.uids``: 1024 ids, or
+the range ``OVERNIGHT_SANDBOX_UIDS`` names), held machine-wide while the sandbox lives (until
+``Sandbox.close``) by an exclusive lock on one file per uid, so that no other sandbox of
+this process (the fleet runs its nights as threads of one worker) nor of another harness on
+the machine takes it. ``RLIMIT_NPROC`` counts processes per uid, so ``[sandbox] processes``
+then binds per night: one night's fork bomb cannot take the processes another night's verify
+needs. When every uid of the range is held the sandbox shares one (and says so: ``shared``);
+the limit is then shared too, as it was for every sandbox before.
 
 The places it writes (the worktree or the verify checkout, the spec's ``writable`` paths)
 are lent to that uid for the command: everything in them is chowned to it, and back to the
@@ -16,29 +24,25 @@ ownership never reaches a commit. The walks never follow a symbolic link, and se
 and set-group-id bits are cleared on the way back.
 
 A harness that is not root runs the sandbox in an unprivileged user namespace, as its own
-uid: nothing to drop and nothing to lend.
+uid: nothing to drop and nothing to lend, and the process limit is that user's, shared with
+the harness's other processes.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
-import grp
 import os
-import pwd
 import stat
 import tempfile
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from overnight.sandbox.uids import NOBODY as _NOBODY
+from overnight.sandbox.uids import UidClaim, allot
 from overnight.sandbox.view import SANDBOX_HOME
-
-#: Candidates for the sandbox's uid and gid, tried in order: the first that neither the
-#: user database nor the group database names.
-_CANDIDATE_IDS = tuple(range(65_533, 65_499, -1))
-_NOBODY = 65_534
 
 SANDBOX_USER = "overnight"
 
@@ -53,6 +57,11 @@ class Identity:
     """The ``setpriv`` that drops to ``uid``/``gid``; None: no drop (not root, or cannot)."""
     note: str = ""
     """Why a sandbox that runs as root does (empty otherwise)."""
+    shared: str = ""
+    """Why a dropped-to uid is shared with other sandboxes of the machine, and so is their
+    process limit (empty: the uid is this sandbox's own, or there is no drop)."""
+    claim: UidClaim | None = field(default=None, compare=False, repr=False)
+    """The machine-wide hold on ``uid`` (``overnight.sandbox.uids``); None: nothing held."""
 
     @property
     def drops(self) -> bool:
@@ -77,29 +86,37 @@ class Identity:
             "--",
         ]
 
+    def release(self) -> None:
+        """Hand the uid back to the machine's range (idempotent): only once no command of
+        this identity runs any more."""
+        if self.claim is not None:
+            self.claim.release()
 
-def dedicated_ids() -> tuple[int, int]:
-    """A uid and gid no account of this machine has; ``nobody`` when all are taken."""
-    for candidate in _CANDIDATE_IDS:
-        if not _named_user(candidate) and not _named_group(candidate):
-            return candidate, candidate
-    return _NOBODY, _NOBODY
+    def process_limit(self, processes: int) -> str:
+        """Whose processes ``[sandbox] processes`` (RLIMIT_NPROC, counted per uid) counts:
+        one sentence for the night's result and report."""
+        if processes == 0:
+            return "none: [sandbox] processes = 0"
+        if self.as_root:
+            return "not bound: the sandbox ran as root, which RLIMIT_NPROC does not limit"
+        limit = f"RLIMIT_NPROC {processes}"
+        if not self.drops:
+            return (
+                f"per user: uid {self.uid}, the harness's own, shared with its other "
+                f"processes ({limit})"
+            )
+        if self.claim is None:
+            why = f"{self.shared}; " if self.shared else ""
+            return f"shared: uid {self.uid}, with other sandboxes of this machine ({why}{limit})"
+        return f"per night: uid {self.uid} of its own ({limit})"
 
 
-def _named_user(uid: int) -> bool:
-    try:
-        pwd.getpwuid(uid)
-    except KeyError:
-        return False
-    return True
-
-
-def _named_group(gid: int) -> bool:
-    try:
-        grp.getgrgid(gid)
-    except KeyError:
-        return False
-    return True
+def dropped_identity(setpriv: str, ids: Iterable[int] | None = None) -> Identity:
+    """An unprivileged uid (and the gid of the same number) for one sandbox: of its own from
+    ``ids`` (default: the machine's range, ``overnight.sandbox.uids``), held until
+    ``release``; shared, and saying why, when none is free."""
+    got = allot(ids)
+    return Identity(got.uid, got.uid, setpriv=setpriv, shared=got.shared, claim=got.claim)
 
 
 # -- lending the writable places -----------------------------------------------------------

@@ -78,6 +78,12 @@ class SandboxPolicy:
     def _used(self) -> None:
         self.record(True)
 
+    def close(self) -> None:
+        """The night is over: its sandbox's uid goes back to the machine's range, for another
+        night to take (idempotent)."""
+        if self.sandbox is not None:
+            self.sandbox.close()
+
 
 def resolve_paths(spec: SandboxSpec, base_dir: Path) -> tuple[list[Path], list[Path]]:
     """The spec's ``writable`` and ``readable`` paths, absolute."""
@@ -131,11 +137,14 @@ def make_sandbox(
     if spec.mode == "off":
         return None
     writable, readable = resolve_paths(spec, base_dir)
+    sandbox: Sandbox | None = None
     try:
         sandbox = build_sandbox(spec, sealed=sealed, writable=writable, readable=readable)
         if required:
             probe(sandbox)
     except SandboxUnavailable as exc:
+        if sandbox is not None:
+            sandbox.close()
         if not required:
             return None
         raise ConfigError("sandbox", exc.problem, exc.fix) from None
