@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from overnight.night.runs import sandbox_policy
+from overnight.night.startcheck import check_predicate
 from tests.helpers.nights import command_task, make_spec, run_night
 from tests.helpers.project import calc_repo
 from tests.helpers.suite_runs import suite_runs, trace_events
@@ -55,3 +57,30 @@ def test_a_verify_that_did_not_land_is_not_the_goals_verdict(tmp_path: Path) -> 
     events = trace_events(tmp_path / "run")
     assert result.stop_reason != "GOAL_MET"
     assert not [e for e in events if e.get("tool") == "predicate" and e.get("from_verify")]
+
+
+def start_check_runs(tmp_path: Path, untracked: dict[str, str]) -> int:
+    """How many times the check before the night ran the predicate, on a base that fails as
+    the bug makes it fail, with ``untracked`` files in the user's checkout."""
+    repo = calc_repo(tmp_path / "repo")
+    for path, text in untracked.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    counter = tmp_path / "runs.txt"
+    spec = make_spec(repo, predicate=f"echo run >> {counter}; {SUITE}", model=False)
+    check_predicate(spec, sandbox_policy(spec, tmp_path / "run"))
+    return len(counter.read_text().splitlines())
+
+
+def test_a_failing_base_beside_tool_settings_and_build_metadata_runs_once(
+    tmp_path: Path,
+) -> None:
+    untracked = {".github/workflows/ci.yml": "on: push\n", "calc.egg-info/PKG-INFO": "x\n"}
+    assert start_check_runs(tmp_path, untracked) == 1
+
+
+def test_a_failing_base_beside_a_file_a_test_could_read_runs_again_in_the_checkout(
+    tmp_path: Path,
+) -> None:
+    # what the user's checkout holds may be why it passes there: named before the night
+    assert start_check_runs(tmp_path, {"calc/_local.py": "x = 1\n"}) == 2

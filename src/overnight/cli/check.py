@@ -7,6 +7,11 @@ the model's reachability, the sandbox, the goal predicate on a clean checkout of
 commit), the programs the spec names found on PATH, and ``overnight estimate``'s cost against
 the budget. Exit 0 when all pass, 64 when the spec must change, 3 when the machine lacks what
 the spec names or the model cannot be asked.
+
+For a pytest predicate that runs, the check also reads the base commit's pytest
+configuration as ``overnight init`` does and proposes, on the predicate's line, the
+``[predicate] pytest_plugins`` line for installed plugins whose options or ini keys it names
+and the spec does not list (a base that cannot run is refused with that line already).
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ from overnight.cli.uncommitted import harness_reads
 from overnight.config.script import Script
 from overnight.config.spec import Spec, load_spec
 from overnight.core.errors import ConfigError
+from overnight.core.resume import runs_pytest
 from overnight.core.text import printable
 from overnight.models.types import ModelRequest, ModelResponse
 from overnight.night import worktree as ws
+from overnight.night.plugins import advise, installed_plugins, names_options, project_python
 from overnight.night.preflight import (
     check_model_reach,
     check_programs,
@@ -240,8 +247,27 @@ def _predicate(spec: Spec, policy: SandboxPolicy) -> Outcome:
             "met (exit 0)" if record.met else f"not met yet (exit {record.exit_code})"
         )
         said += f": {verdict}"
-    said += "".join(f"; note: {note}" for note in start.notes)
+    notes = [*start.notes]
+    if not any("pytest_plugins = [" in note for note in notes):
+        notes += _plugins_proposal(spec, start)
+    said += "".join(f"; note: {note}" for note in notes)
     return Outcome("predicate", "ok", said)
+
+
+def _plugins_proposal(spec: Spec, start: StartCheck) -> list[str]:
+    """The plugins the base commit's pytest configuration (and the predicate's options) need
+    and the spec does not list, found in the predicate's Python: a base can run without them
+    (an unknown ini key is a warning) and its tests still not be the tests the suite means."""
+    command = spec.predicate.command
+    config = start.config
+    if not runs_pytest(command) or not names_options(config, command):
+        return []
+    installed = installed_plugins(project_python(command), user_site=spec.sandbox.mode != "on")
+    advice = advise(installed, config, command, loaded=spec.predicate.pytest_plugins)
+    if not advice:
+        return []
+    found = f" ({config.file})" if config.file else ""
+    return [f"in the pytest configuration{found}: {advice.said()}; fix: {advice.fix()}"]
 
 
 def _estimate(spec: Spec) -> Outcome:

@@ -3,6 +3,12 @@ predicate found from the project's own test set-up, then run ``overnight check``
 
 Nothing is written when the goal or the predicate cannot be found; a check that fails after
 the file is written is reported (and the exit code is the check's), the file kept.
+
+For a pytest predicate, the installed plugins that provide the options and ini keys of the
+project's pytest configuration (``--cov`` in ``addopts``, ``asyncio_mode``) are found in the
+project's Python and written as ``[predicate] pytest_plugins``, with a comment saying which
+option needs which: the harness runs pytest with plugin autoload off, so without them the
+first night could not start.
 """
 
 from __future__ import annotations
@@ -13,13 +19,24 @@ import json
 import re
 import shutil
 import sys
+import textwrap
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 from overnight.cli.check import check_night, exit_code, render
 from overnight.core.errors import ConfigError
+from overnight.core.resume import runs_pytest
 from overnight.core.text import printable
+from overnight.night.plugins import (
+    Advice,
+    advise,
+    installed_plugins,
+    names_options,
+    project_python,
+    read_config,
+    toml_list,
+)
 
 SPEC_NAME = "night.toml"
 SCRIPT_NAME = "turns.toml"
@@ -116,6 +133,45 @@ def _given_predicate(command: str) -> Predicate:
     return Predicate(command, prefix, "--predicate")
 
 
+def find_plugins(where: Path, predicate: Predicate) -> Advice | None:
+    """The installed pytest plugins that provide what the project's pytest configuration (and
+    the predicate's own options) name, found in the Python the predicate starts; None when
+    the predicate is not pytest or names nothing a plugin could provide."""
+    if not runs_pytest(predicate.command):
+        return None
+    config = read_config(where)
+    if not names_options(config, predicate.command):
+        return None
+    advice = advise(installed_plugins(project_python(predicate.command)), config, predicate.command)
+    return advice or None
+
+
+def _comment(text: str) -> list[str]:
+    return textwrap.wrap(text, 90, initial_indent="# ", subsequent_indent="# ")
+
+
+def _plugins_lines(plugins: Advice | None, found_from: str) -> list[str]:
+    """``pytest_plugins`` with the comment saying why, and what no installed plugin has."""
+    if plugins is None:
+        return []
+    lines: list[str] = []
+    names = plugins.plugins()
+    if names:
+        needs = "; ".join(n.said() for n in plugins.needs)
+        lines += _comment(
+            "The installed pytest plugins the tests need: the harness runs pytest with plugin "
+            f"autoload off and loads only these (with -p). Found from {found_from}: {needs}."
+        )
+    if plugins.missing:
+        lines += _comment(
+            f"Not found: {plugins.missing_said()}. Install it and add its name here, or take "
+            "it out of the configuration."
+        )
+    if names:
+        lines.append(f"pytest_plugins = {toml_list(names)}")
+    return lines
+
+
 def _string(text: str) -> str:
     """``text`` as a TOML basic string."""
     return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
@@ -135,9 +191,17 @@ def _ask_goal() -> str:
 
 
 def spec_text(
-    goal: str, predicate: Predicate, usd: float, hours: float, provider: str, model: str
+    goal: str,
+    predicate: Predicate,
+    usd: float,
+    hours: float,
+    provider: str,
+    model: str,
+    plugins: Advice | None = None,
+    config_file: str | None = None,
 ) -> str:
-    """The commented ``night.toml``."""
+    """The commented ``night.toml``; ``plugins``: the pytest plugins to write, found from
+    ``config_file``."""
     lines = [
         "# What one unattended night should do in this repository, written by `overnight init`.",
         "# `overnight check night.toml` runs every check a night makes before it spends",
@@ -166,6 +230,7 @@ def spec_text(
         f"command = {_string(predicate.command)}",
         "# Seconds before one run of it is stopped (and counted as not met).",
         "timeout_s = 600",
+        *_plugins_lines(plugins, config_file or "the predicate's options"),
         "",
         "[model]",
         "# Where model calls go: anthropic (key from ANTHROPIC_API_KEY), openai (OPENAI_API_KEY),",
@@ -291,11 +356,27 @@ def cmd_init(args: argparse.Namespace) -> int:
     if not goal:
         raise ConfigError("--goal", "the goal is empty", 'pass --goal "what the night should do"')
     model = args.model or MODELS[provider][0]
+    plugins = find_plugins(where, predicate)
+    config_file = read_config(where).file
     spec_path.write_text(
-        spec_text(goal, predicate, float(args.budget), float(args.hours), provider, model),
+        spec_text(
+            goal,
+            predicate,
+            float(args.budget),
+            float(args.hours),
+            provider,
+            model,
+            plugins,
+            config_file,
+        ),
         encoding="utf-8",
     )
     print(printable(f"wrote {spec_path} (goal predicate: `{predicate.command}`)"))
+    if plugins is not None and plugins.needs:
+        found = "; ".join(n.said() for n in plugins.needs)
+        print(printable(f"  with {plugins.line()}: {found}"))
+    if plugins is not None and plugins.missing:
+        print(printable(f"  {plugins.missing_said()}"))
     if provider == "script":
         script_path.write_text(script_text(goal, predicate), encoding="utf-8")
         print(printable(f"wrote {script_path} (the scripted model's answers)"))

@@ -8,7 +8,11 @@ takes every tracked file and every untracked file that no rule excludes:
   file they match keeps its base version (its change is *dropped*, with a note);
 * the repository's ``.gitignore`` files and ``info/exclude`` exclude untracked files as git
   would (evaluated by :mod:`overnight.core.ignore`, never by git);
-* ``[run] include`` (same syntax) re-admits a path either of the above would exclude.
+* ``[run] include`` (same syntax) re-admits a path either of the above would exclude;
+* the files the goal's suite itself writes (``outputs``: what its run on a clean checkout of
+  the base commit left there, a test's output files, a coverage database) are excluded as
+  generated: the agent's own test runs write them too, and a run on any clean checkout
+  writes them again.
 
 Refused outright (the task is parked, the path left out): a ``.git`` anywhere below the top
 (a nested repository or a gitlink), and a file above ``[run] max_file_mb``.
@@ -104,6 +108,8 @@ class CandidateRules:
     exclude: tuple[str, ...] = BUILTIN_EXCLUDES
     include: tuple[str, ...] = ()
     max_file_bytes: int = 10 * MIB
+    outputs: frozenset[str] = frozenset()
+    """Files the goal's suite writes in a clean checkout of the base commit."""
     _exclude: list[Rule] = field(default_factory=list, repr=False)
     _include: list[Rule] = field(default_factory=list, repr=False)
 
@@ -118,6 +124,8 @@ class CandidateRules:
     def generated(self, path: str, is_dir: bool) -> bool:
         """Whether the generated-files rules exclude ``path`` itself (not counting a parent
         directory, which the walk does not enter)."""
+        if not is_dir and path in self.outputs:
+            return True
         rule = decide(self._exclude, path, is_dir)
         return rule is not None and not rule.negated
 
@@ -163,12 +171,19 @@ class CandidateRules:
         return False
 
 
-def rules_for(exclude: Sequence[str], include: Sequence[str], max_file_mb: float) -> CandidateRules:
-    """The night's rules: the built-in excludes, then the spec's ``exclude``, ``include``."""
+def rules_for(
+    exclude: Sequence[str],
+    include: Sequence[str],
+    max_file_mb: float,
+    outputs: Sequence[str] = (),
+) -> CandidateRules:
+    """The night's rules: the built-in excludes, then the spec's ``exclude``, ``include``,
+    and the files the goal's suite writes (``outputs``)."""
     return CandidateRules(
         exclude=(*BUILTIN_EXCLUDES, *exclude),
         include=tuple(include),
         max_file_bytes=int(max_file_mb * MIB),
+        outputs=frozenset(outputs),
     )
 
 

@@ -23,6 +23,7 @@ from overnight.models.providers import build_client
 from overnight.models.seam import import_roots, resolve_target
 from overnight.night.executors import TaskExecutors
 from overnight.night.outage import OutageBoard
+from overnight.night.outputs import load_outputs
 from overnight.night.signals import Signals, sleep_until_stopped
 from overnight.night.timer import RunTimer
 from overnight.night.worktree import Worktree
@@ -201,7 +202,9 @@ def compose(
             run_dir.checkout,
             spec.workspace_path(),
             state.branch,
-            rules_for(spec.run.exclude, spec.run.include, spec.run.max_file_mb),
+            rules_for(
+                spec.run.exclude, spec.run.include, spec.run.max_file_mb, load_outputs(run_dir)
+            ),
         ),
         content=tap,
         fence=fence,

@@ -25,6 +25,7 @@ from overnight.estimate.history import record_run_workload
 from overnight.night import worktree as ws
 from overnight.night.compose import NightParts, Shared, compose, open_effects
 from overnight.night.night import Night
+from overnight.night.outputs import load_outputs, save_outputs
 from overnight.night.preflight import check_sandbox, sealed_places
 from overnight.night.signals import Signals
 from overnight.night.startcheck import StartCheck, check_predicate
@@ -121,6 +122,9 @@ def _fresh_state(
             with open_private(run_dir.artifacts / "predicate.log", "wb") as log:
                 log.write(start.output.encode("utf-8", "replace"))
         state.start_notes = list(start.notes)
+        if start.outputs:
+            private_dir(run_dir.artifacts)
+            save_outputs(run_dir, start.outputs)
     return state
 
 
@@ -202,6 +206,11 @@ def start_run(
         night.trace.listener = listening(listener, spans)
         for note in [*notes, *state.start_notes]:
             night.trace.event("decision", decision="start_check", note=note)
+        outputs = load_outputs(rd)
+        if outputs:
+            night.trace.event(
+                "decision", decision="suite_outputs", count=len(outputs), paths=outputs[:20]
+            )
         night.checkpoint()
         return rd, _drive(night, spans)
     finally:

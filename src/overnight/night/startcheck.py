@@ -8,6 +8,11 @@ an internal or usage error, no test; or no word from the harness's reporter) ref
 night with a ``ConfigError``: exit 64, before the run directory exists. For pytest it also
 records what the night must make pass (``BaseTests``): that run is the base record (every
 test runs, ``-x`` and the like turned off) and the predicate's first verdict.
+
+When pytest's output on the base says it did not know an option, an ini key, a marker or a
+fixture (or ran ``async def`` tests under no plugin), the installed plugins that provide
+them are found (``overnight.night.plugins``): a refusal names them and the exact
+``[predicate] pytest_plugins = [...]`` line, and a base that ran gets a note saying the same.
 """
 
 from __future__ import annotations
@@ -27,6 +32,16 @@ from overnight.core.resume import cannot_run_reason, runs_pytest
 from overnight.core.state import PredicateRecord
 from overnight.night import worktree as ws
 from overnight.night.checkouts import Ran
+from overnight.night.outputs import files_in, written_files
+from overnight.night.plugins import (
+    Advice,
+    PytestConfig,
+    advise,
+    failed_names,
+    installed_plugins,
+    project_python,
+    read_config,
+)
 from overnight.night.testrun import placed, pytest_evidence
 from overnight.night.verdict import judged_predicate
 from overnight.process import CommandResult, Confinement, run_command
@@ -64,6 +79,11 @@ class StartCheck:
     """The predicate judged on the base commit, from the same run as the base record."""
     output: str = ""
     """What that run printed."""
+    outputs: list[str] = field(default_factory=list)
+    """Files the set-up and the predicate wrote in the clean checkout of the base commit."""
+    config: PytestConfig = field(default_factory=PytestConfig)
+    """The base commit's pytest configuration (``overnight check`` proposes the plugins it
+    names)."""
 
 
 @dataclass(frozen=True)
@@ -112,13 +132,18 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
         places = Places.of(
             trees=ws.path_forms(where), named=[(f, WORKSPACE) for f in ws.path_forms(repo)]
         )
+        exported = files_in(where)
         _set_up(spec, policy, where, commit)
         base = _run(spec, policy, command, where, timeout, complete=True, places=places)
-    check = StartCheck(commit)
+        config = read_config(where)  # the base commit's, as that run read it
+        outputs = written_files(where, exported)
+    check = StartCheck(commit, config=config, outputs=outputs)
     extra = _extra_files(repo)
     here: _Outcome | None = None
     base_why = base.cannot_run(command)
-    if extra and (base_why is not None or base.result.exit_code != 0):
+    # A base that fails as a bug makes it fail is the usual first night: the suite runs again
+    # in the user's checkout only when it holds something a test could read or import.
+    if extra and (base_why is not None or (base.result.exit_code != 0 and _may_matter(extra))):
         here = _run(spec, policy, command, repo, timeout, user_checkout=True)
         if here.said() != base.said():
             check.notes.append(
@@ -128,12 +153,21 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
                 f"{_listed(extra)}"
             )
     differs = bool(check.notes)
-    plugins = _plugins_note(base, base_why is not None)
+    advice = _plugin_advice(spec, policy, config, base)
+    plugins = _plugins_note(base, base_why is not None, advice)
     if plugins:
         check.notes.append(plugins)
     if base_why is not None:
         tail = "\n".join(base.result.output.strip().splitlines()[-6:])
         notes = "".join(f" {note}." for note in check.notes)
+        if advice is not None:
+            raise ConfigError(
+                "predicate.pytest_plugins",
+                f"`{command}` cannot run on a clean checkout of the base commit {commit[:12]} "
+                f"({base_why}); nothing was spent. {_sentence(advice.said())}{notes}\n"
+                f"{tail}".rstrip(),
+                advice.fix(),
+            )
         named = mentioned(extra, base.result.output)
         if named:
             notes += (
@@ -199,21 +233,52 @@ def _setup_fix(named: list[str]) -> str:
     )
 
 
-def _plugins_note(base: _Outcome, cannot_run: bool) -> str:
-    """When the base run failed in a way a missing plugin explains, the installed pytest
-    plugins that did not load."""
+def _plugin_advice(
+    spec: Spec, policy: SandboxPolicy, config: PytestConfig, base: _Outcome
+) -> Advice | None:
+    """The plugins the base run lacked, when pytest's output says it did not know a name (or
+    tests errored at set-up with plugins off): found in the predicate's Python, only then,
+    so that a night whose base runs cleanly starts no finder."""
+    command = spec.predicate.command
+    if not runs_pytest(command):
+        return None
+    failed = failed_names(base.result.output)
     tests = base.tests
-    if tests is None or not tests.plugins_off:
-        return ""
-    errored = tests.errored_at_setup()
-    if not (cannot_run or errored):
-        return ""
-    where = f" ({len(errored)} test(s) errored at set-up on the base commit)" if errored else ""
-    return (
-        "installed pytest plugins that did not load, since the harness turns plugin autoload "
-        f"off: {', '.join(tests.plugins_off)}{where}; list those the tests need in "
-        "[predicate] pytest_plugins"
-    )
+    errored = tests is not None and bool(tests.plugins_off) and bool(tests.errored_at_setup())
+    if not (failed or errored):
+        return None
+    # A sandboxed predicate does not see the home directory, so neither the user's
+    # site-packages; in auto mode the start check runs as written.
+    installed = installed_plugins(project_python(command), user_site=policy.mode != "on")
+    advice = advise(installed, config, command, failed, spec.predicate.pytest_plugins)
+    return advice or None
+
+
+def _plugins_note(base: _Outcome, cannot_run: bool, advice: Advice | None = None) -> str:
+    """When the base run failed in a way a missing plugin explains, the installed pytest
+    plugins that did not load; when it ran, also those found to provide what it lacked,
+    with the line to add (a base that cannot run says that in its refusal)."""
+    if cannot_run and advice is not None:
+        return ""  # the refusal names the plugins found
+    tests = base.tests
+    said = ""
+    if tests is not None and tests.plugins_off:
+        errored = tests.errored_at_setup()
+        if cannot_run or errored:
+            where = f" ({len(errored)} test(s) errored at set-up on the base commit)"
+            said = (
+                "installed pytest plugins that did not load, since the harness turns plugin "
+                f"autoload off: {', '.join(tests.plugins_off)}{where if errored else ''}; "
+                "list those the tests need in [predicate] pytest_plugins"
+            )
+    if advice is not None:
+        found = f"{advice.said()}; fix: {advice.fix()}"
+        said = f"{said}; {found}" if said else found
+    return said
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
 def _fix(why: str, differs: bool) -> str:
@@ -224,7 +289,13 @@ def _fix(why: str, differs: bool) -> str:
         )
     if why.startswith("exit 126"):
         return "make the program executable, or run it through its interpreter"
-    if why.startswith(("exit 4", "exit 5", "pytest collected no tests")):
+    if why.startswith("exit 4"):
+        return (
+            "make the options pytest refused (its usage error above names them) ones it "
+            "knows: fix the command or the configuration's addopts; an installed plugin's "
+            "option needs the plugin listed in [predicate] pytest_plugins (autoload is off)"
+        )
+    if why.startswith(("exit 5", "pytest collected no tests")):
         return (
             "name tests that exist on the base commit; for a night that writes them, commit "
             "a first test file the predicate collects"
@@ -297,6 +368,37 @@ def _export(repo: Path, commit: str) -> Iterator[Path]:
                 said = done.stderr.decode("utf-8", "replace").strip()
                 raise WorkspaceError(f"cannot export {commit[:12]} of {repo}: {said}")
         yield target
+
+
+#: What a checkout may hold that no test run reads: tools' and editors' settings, git's own
+#: files, build metadata that a clean checkout's tests do without.
+_INERT_TOP = frozenset(
+    {
+        ".github",
+        ".gitlab",
+        ".circleci",
+        ".gitignore",
+        ".gitattributes",
+        ".editorconfig",
+        ".pre-commit-config.yaml",
+        ".readthedocs.yaml",
+        ".vscode",
+        ".idea",
+        "build",
+        "dist",
+    }
+)
+
+
+def _may_matter(extra: list[str]) -> bool:
+    """Whether any of ``extra`` (files of the user's checkout its commit lacks) could change
+    a test run's outcome."""
+    for path in extra:
+        top = path.strip("/").split("/", 1)[0]
+        if top in _INERT_TOP or top.endswith(".egg-info"):
+            continue
+        return True
+    return False
 
 
 def _extra_files(repo: Path) -> list[str]:
