@@ -365,3 +365,21 @@ def test_a_case_numbered_otherwise_in_another_process_is_the_same_test(tmp_path:
     for _ in range(3):
         code, judged, _ = check(root, base=base)
         assert code == 0 and judged.met, judged.verdict
+
+
+SPAWNS = """import subprocess
+import sys
+
+
+def test_a_tool_script_imports_the_package_from_the_checkout():
+    code = "from calc import add; assert add(2, 2) == 4"
+    assert subprocess.run([sys.executable, "-c", code], cwd="/").returncode == 0
+"""
+
+
+def test_a_subprocess_the_tests_start_imports_from_the_checkout(tmp_path: Path) -> None:
+    # docutils' tools/test runs `sys.executable tools/buildhtml.py`, which imports docutils:
+    # the checkout is first on the PYTHONPATH the test process hands its children.
+    root = project(tmp_path / "p", FIXED, {"tests/test_spawn.py": SPAWNS})
+    code, judged, _ = check(root, PYTEST + " tests/test_spawn.py")
+    assert code == 0 and judged.met, judged.verdict

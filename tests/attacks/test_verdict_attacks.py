@@ -34,7 +34,8 @@ def test_an_honest_fix_is_verified_committed_and_met(night: AttackNight) -> None
     assert len(night.branch_commits(outcome)) == 1
     assert night.branch_changed_paths(outcome) == ["calc.py"]
     sandbox = outcome.result["sandbox"]
-    assert sandbox["mode"] == "auto" and sandbox["sandboxed_commands"] >= 2  # verify, predicate
+    # the verify; the goal's verdict on the tree it landed is that sandboxed run's
+    assert sandbox["mode"] == "auto" and sandbox["sandboxed_commands"] >= 1
     night.assert_contained(outcome)
 
 

@@ -15,10 +15,12 @@ from tests.helpers.nights import load_result, run_night
 from tests.telemetry.collector import Collector, free_port
 from tests.telemetry.nights import night_repo, night_spec, scripted_model
 
-#: What differs between any two runs of the same night: ids, times, commits, places.
+#: What differs between any two runs of the same night: ids, times, commits, places, and the
+#: sandbox's uid (each night takes one of its own from the machine's free ones).
 RUN_SPECIFIC = {
     *("run_id", "started_at", "ended_at", "trace_ref"),
     *("commit", "base_commit", "head", "name"),
+    *("uid", "process_limit"),
 }
 
 

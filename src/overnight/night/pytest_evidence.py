@@ -60,12 +60,18 @@ def _take_fd() -> int | None:
 def _add_layout() -> None:
     """The checkout's ``src/`` and root, first on ``sys.path`` from here on: after the
     interpreter started (so no ``sitecustomize`` of the checkout runs, and ``pytest`` itself
-    is the installed one) and before any conftest or test module is imported."""
+    is the installed one) and before any conftest or test module is imported; and first on
+    ``PYTHONPATH`` for the processes the tests start."""
     entries = [e for e in os.environ.pop(_PATH_VARIABLE, "").split(os.pathsep) if e]
     for entry in reversed(entries):
         if entry in sys.path:
             sys.path.remove(entry)
         sys.path.insert(0, entry)
+    if entries:
+        # and first on the PYTHONPATH the tests' own subprocesses inherit (a tool script the
+        # suite runs with sys.executable imports the package from the checkout too)
+        inherited = [e for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+        os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*entries, *inherited]))
 
 
 #: A node id longer than this is written as a prefix, its length and a digest.

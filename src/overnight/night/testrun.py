@@ -32,8 +32,10 @@ from importlib import resources
 from pathlib import Path
 from typing import IO, Any
 
+from overnight.core.errors import WorkspaceError
 from overnight.core.evidence import RunReport, Unreadable, read_run
-from overnight.process import Confinement, run_command, scrubbed_env
+from overnight.night import git
+from overnight.process import Confinement, scrubbed_env
 
 #: Lines longer than this are not the reporter's: it bounds every line it writes (a long
 #: node id is written as a prefix and a digest, other text is cut) well below this.
@@ -255,22 +257,25 @@ RUNNER_WORDS = (
 )
 
 
-def runner_touches(
-    paths: Sequence[str], cwd: Path, confine: Confinement | None, timeout_s: float = 60.0
-) -> list[str]:
-    """Which of ``paths`` (files of the checkout in ``cwd``) hold one of ``RUNNER_WORDS``:
-    ``grep -F`` (fixed strings, linear), run sandboxed when ``confine`` is given; what it
-    prints counts only where it names one of ``paths``."""
-    if not paths:
-        return []
-    argv = ["grep", "-l", "-s", "-I", "-F"]
-    for word in RUNNER_WORDS:
-        argv += ["-e", word]
-    argv += ["--", *paths]
-    env = None if confine is not None else scrubbed_env()
-    try:
-        result = run_command(argv, cwd=cwd, timeout_s=timeout_s, env=env, confine=confine)
-    except OSError:
-        return []
-    named = set(result.output.splitlines())
-    return [p for p in paths if p in named]
+def runner_touches(git_dir: Path, commit: str, paths: Sequence[str]) -> list[str]:
+    """Which of ``paths`` (files of ``commit``) hold one of ``RUNNER_WORDS``: ``git grep -F``
+    (fixed strings, linear) on the commit's own objects, so that no checkout is written for
+    it and nothing of the candidate runs; binary files are skipped, pathspecs are literal."""
+    found: set[str] = set()
+    for first in range(0, len(paths), 500):  # bounded command lines
+        chunk = paths[first : first + 500]
+        args = ["grep", "-z", "-l", "-I", "-F"]
+        for word in RUNNER_WORDS:
+            args += ["-e", word]
+        args += [commit, "--", *chunk]
+        env = git.git_env(extra={"GIT_LITERAL_PATHSPECS": "1"})
+        try:
+            done = git.raw(git.bare_args(git_dir, *args), cwd=git_dir, env=env)
+        except (OSError, WorkspaceError):
+            return []
+        if done.returncode not in (0, 1):  # 1: no match
+            return []
+        for name in done.stdout.split(b"\0"):
+            _, _, path = git.text(name).partition(":")
+            found.add(path)
+    return [p for p in paths if p in found]

@@ -378,15 +378,11 @@ class Verdicts:
 
     def touches_runner(self, task: Task, candidate: str | None) -> list[str]:
         """The files of an agent task's candidate that reach into the test runner, found by
-        a fixed-string search in the sandbox, for the report."""
+        a fixed-string search of the commit's own objects, for the report."""
         if candidate is None or task.brief is None:
             return []
         paths = [c.path for c in self.worktree.changes(candidate) if c.status != "D"]
-        try:
-            where = self.checkout(candidate)
-        except SetupFailed:
-            return []
-        found = runner_touches(paths, where, self.confinement(model_written=True))
+        found = runner_touches(self.worktree.common, candidate, paths)
         if found:
             self.trace.event("decision", decision="touches_runner", task=task.id, paths=found)
         return found
