@@ -25,6 +25,7 @@ It prints a table and writes ``bench/realrepos_results.json``. Figures, not a ti
 from __future__ import annotations
 
 import json
+import os
 import platform
 import statistics
 import sys
@@ -49,6 +50,14 @@ def measure(package: Package, scratch: Path) -> dict[str, Any]:
     started = time.monotonic()
     outcome = night.play(night.steps(fix=package.good))
     wall = time.monotonic() - started
+    if not (night.run_dir / "trace.jsonl").is_file():  # refused before the night began
+        return {
+            "package": package.id,
+            "predicate": package.tests,
+            "stop_reason": f"refused (exit {outcome.exit_code})",
+            "exit_code": outcome.exit_code,
+            "detail": (outcome.stdout + outcome.stderr)[-600:],
+        }
     events = trace_events(night.run_dir)
     runs = suite_runs(events)
     commands = command_seconds(events)
@@ -77,6 +86,9 @@ def measure(package: Package, scratch: Path) -> dict[str, Any]:
 
 
 def main() -> int:
+    # The nights' `python` is this interpreter's (its plugins, its pytest), as in the tests.
+    here = str(Path(sys.executable).parent)
+    os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", os.defpath)])
     error = fetch()
     if error:
         print(f"the corpus could not be fetched: {error}", file=sys.stderr)
@@ -86,14 +98,18 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="overnight-bench-") as tmp:
             row = measure(package, Path(tmp))
         rows.append(row)
+        if "suite_runs" not in row:
+            print(f"  {row['package']:<24} {row['stop_reason']}: {row['detail']}", flush=True)
+            continue
         print(
             f"  {row['package']:<24} {row['stop_reason']:<10} base runs {row['base_runs']}, "
             f"suite runs {row['suite_runs']}, overhead {row['overhead_seconds']:.2f} s "
             f"({row['wall_seconds']:.2f} s, commands {row['command_seconds']:.2f} s)",
             flush=True,
         )
-    ratios = [r["ratio"] for r in rows if r["ratio"] is not None]
-    overheads = [r["overhead_seconds"] for r in rows]
+    ran = [r for r in rows if "suite_runs" in r]
+    ratios = [r["ratio"] for r in ran if r["ratio"] is not None]
+    overheads = [r["overhead_seconds"] for r in ran]
     median_overhead = statistics.median(overheads) if overheads else None
     goals = {
         "base_runs": "each night runs the base's suite once (base_runs == 1)",
@@ -101,13 +117,14 @@ def main() -> int:
         "overhead": "the median overhead above the commands a night runs is under 1 s",
     }
     met = {
-        "base_runs": all(r["base_runs"] == 1 for r in rows),
-        "suite_runs": all(r["suite_runs"] <= 2 for r in rows),
+        "every_night_ran": len(ran) == len(rows),
+        "base_runs": all(r["base_runs"] == 1 for r in ran),
+        "suite_runs": all(r["suite_runs"] <= 2 for r in ran),
         "overhead": median_overhead is not None and median_overhead < 1.0,
     }
     result = {
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"python": platform.python_version(), "cpus": __import__("os").cpu_count()},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
         "goals": goals,
         "met": met,
         "median_ratio": statistics.median(ratios) if ratios else None,

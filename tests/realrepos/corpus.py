@@ -55,6 +55,8 @@ class Package:
     label: str = ""
     #: what a clean checkout needs before its tests run (the night's `[predicate] setup`)
     setup: str | None = None
+    #: the pytest plugins the suite's own configuration needs (`[predicate] pytest_plugins`)
+    plugins: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -232,7 +234,60 @@ ISODATE = Package(
 
 NEEDS_SETUP: tuple[Package, ...] = (ISODATE,)
 
-PACKAGES: tuple[Package, ...] = TARGETED + WHOLE_SUITES + NEEDS_SETUP
+# Classes of suite found on real packages: each judged by its whole suite as released.
+DOCUTILS = Package(
+    name="docutils",
+    version="0.23.1",
+    sha256="8a83ac8810e41228b6f20e96a183abd2460a1757f78e2603e3d4b31fe7d29622",
+    layout="flat package, a unittest suite in test/ whose tests loop over cases with "
+    "subTest: in test_include.py one subtest skips for a missing markdown parser (pycmark) "
+    "while its siblings run, and the bug fails four of them",
+    source="docutils/parsers/rst/directives/misc.py",
+    good="                text = text[after_index + len(starttext):]\n",
+    bad="                text = text[after_index:]\n",
+    wrong="                text = text[after_index + 1:]\n",
+    tests="python -m pytest -q -x",
+    test_file="test/test_parsers/test_rst/test_directives/test_include.py",
+    build=("python -m compileall -q docutils",),
+)
+# `--cov` and its report options in setup.cfg's addopts, `asyncio_mode` and tests marked
+# for pytest-asyncio: the suite cannot start without both plugins.
+ASYNC_TIMEOUT = Package(
+    name="async_timeout",
+    version="5.0.1",
+    sha256="d9321a7a3d5a6a5e187e824d2fa0793ce379a202935782d555d6e9d2735677d3",
+    layout="flat package, tests/, a setup.cfg whose [tool:pytest] addopts carries --cov "
+    "options and asyncio_mode = strict, tests marked for pytest-asyncio",
+    source="async_timeout/__init__.py",
+    good="        deadline = loop.time() + delay  # type: Optional[float]\n",
+    bad="        deadline = loop.time() - delay  # type: Optional[float]\n",
+    wrong="        deadline = delay  # type: Optional[float]\n",
+    tests="python -m pytest -q",
+    test_file="tests/test_timeout.py",
+    build=("python -m compileall -q async_timeout",),
+    plugins=("pytest_cov", "asyncio"),
+)
+
+# A unittest suite whose own metaclass names each generated test method after its parameter:
+# two cases over b"\r\n" * 5_000_000 have node ids of about 10 MB.
+PYTHON_MULTIPART = Package(
+    name="python_multipart",
+    version="0.0.34",
+    sha256="b998ae90ca6e1e363261ce2e0e230281b8af53867b757970abd69ee9edcd843a",
+    layout="flat package, tests/ whose compat metaclass names unittest methods after their "
+    "parameter: two test ids of 10,000,200 characters; the tests import yaml",
+    source="python_multipart/multipart.py",
+    good="                if c == CR or c == LF:\n",
+    bad="                if c == CR and c == LF:\n",
+    wrong="                if c == LF:\n",
+    tests="python -m pytest -q -x",
+    test_file="tests/test_multipart.py",
+    build=("python -m compileall -q python_multipart",),
+)
+
+SUITE_CLASSES: tuple[Package, ...] = (DOCUTILS, PYTHON_MULTIPART, ASYNC_TIMEOUT)
+
+PACKAGES: tuple[Package, ...] = TARGETED + WHOLE_SUITES + NEEDS_SETUP + SUITE_CLASSES
 
 
 def cache_dir() -> Path:

@@ -47,6 +47,7 @@ class RealRepoNight:
         self.package = package
         self.tmp = tmp
         self.with_setup = True
+        self.with_plugins = True
         self.repo = unpack(package, tmp / "repo")
         message = f"{package.name} {package.version} as released"
         if package.config:
@@ -107,6 +108,7 @@ class RealRepoNight:
                 "command": p.tests,
                 "timeout_s": 300,
                 **({"setup": p.setup} if p.setup and self.with_setup else {}),
+                **({"pytest_plugins": list(p.plugins)} if p.plugins and self.with_plugins else {}),
             },
             "model": {
                 "provider": "python",
