@@ -44,3 +44,29 @@ def test_without_it_the_refusal_names_the_ignored_file_and_the_option(tmp_path: 
     assert "src/isodate/version.py" in outcome.stderr
     assert "[predicate] setup" in outcome.stderr
     assert not night.run_dir.exists()
+
+
+def test_init_writes_the_set_up_that_makes_the_ignored_version_file(tmp_path: Path) -> None:
+    # setuptools-scm's write_to names the file; the checkout holds it, git does not: init
+    # writes a set-up that makes it with the same text, and the night's start check passes.
+    import tomllib
+
+    from tests.helpers.project import overnight
+
+    repo = RealRepoNight(ISODATE, tmp_path).repo
+    goal = "Fix the bug in isodate so that the whole suite passes, without editing tests."
+    done = overnight("init", str(repo), "--goal", goal, "--provider", "script")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "src/isodate/version.py is generated and untracked" in done.stdout
+    spec = tomllib.loads((repo / "night.toml").read_text())
+    assert "src/isodate/version.py" in spec["predicate"]["setup"]
+    checked = overnight("check", str(repo / "night.toml"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    # without the version file in the checkout, the comment asks for the command
+    (repo / "src/isodate/version.py").unlink()
+    again = overnight("init", str(repo), "--goal", goal, "--provider", "script", "--force")
+    spec = tomllib.loads((repo / "night.toml").read_text())
+    assert "setup" not in spec["predicate"]
+    assert "name the command that writes it" in (repo / "night.toml").read_text()
+    assert again.returncode != 0  # the check it runs refuses, naming the file
+    assert "src/isodate/version.py" in again.stdout + again.stderr

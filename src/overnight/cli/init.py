@@ -9,6 +9,11 @@ project's pytest configuration (``--cov`` in ``addopts``, ``asyncio_mode``) are 
 project's Python and written as ``[predicate] pytest_plugins``, with a comment saying which
 option needs which: the harness runs pytest with plugin autoload off, so without them the
 first night could not start.
+
+A version file a build plugin generates and git ignores (setuptools-scm's ``write_to`` or
+``version_file``, hatch-vcs's ``version-file``) is absent from every clean checkout, where
+the package then cannot be imported: when the checkout holds one, ``[predicate] setup`` is
+written to make it with the same text in each clean checkout.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ import argparse
 import configparser
 import json
 import re
+import shlex
 import shutil
+import subprocess
 import sys
 import textwrap
 import tomllib
@@ -150,6 +157,97 @@ def _comment(text: str) -> list[str]:
     return textwrap.wrap(text, 90, initial_indent="# ", subsequent_indent="# ")
 
 
+#: The largest generated file whose text a set-up command carries.
+_SETUP_TEXT_LIMIT = 4096
+
+
+@dataclass(frozen=True)
+class SetUp:
+    """A set-up command that writes a generated file git ignores, and what it is for."""
+
+    path: str
+    command: str | None
+    """None: the file is not in the checkout, so its text is unknown (said in a comment)."""
+    found_from: str
+
+
+def _generated_version_files(where: Path) -> list[tuple[str, str]]:
+    """``(path, where it is named)`` of the version files pyproject.toml has a build plugin
+    write."""
+    try:
+        data = tomllib.loads((where / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    tool = data.get("tool", {}) if isinstance(data.get("tool"), dict) else {}
+    found: list[tuple[str, str]] = []
+    scm = tool.get("setuptools_scm")
+    if isinstance(scm, dict):
+        for key in ("version_file", "write_to"):
+            if isinstance(scm.get(key), str):
+                found.append((scm[key], f"pyproject.toml [tool.setuptools_scm] {key}"))
+                break
+    hooks = tool.get("hatch", {}).get("build", {}).get("hooks", {}) if "hatch" in tool else {}
+    vcs = hooks.get("vcs") if isinstance(hooks, dict) else None
+    if isinstance(vcs, dict) and isinstance(vcs.get("version-file"), str):
+        found.append((vcs["version-file"], "pyproject.toml [tool.hatch.build.hooks.vcs]"))
+    return found
+
+
+def find_setup(where: Path, predicate: Predicate) -> SetUp | None:
+    """The set-up a clean checkout needs for a generated version file git does not track,
+    writing the text the checkout holds; None when there is none."""
+    for rel, named in _generated_version_files(where):
+        path = rel.strip().lstrip("./")
+        if not path or ".." in path.split("/"):
+            continue
+        if _tracked(where, path):
+            continue
+        target = where / path
+        try:
+            text = target.read_text(encoding="utf-8") if target.is_file() else None
+        except (OSError, UnicodeDecodeError):
+            text = None
+        if text is None or len(text) > _SETUP_TEXT_LIMIT:
+            return SetUp(path, None, named)
+        words = predicate.command.split()
+        python = words[0] if words and words[0].startswith("python") else "python3"
+        code = (
+            f"import pathlib; p = pathlib.Path({path!r}); "
+            f"p.parent.mkdir(parents=True, exist_ok=True); p.write_text({text!r})"
+        )
+        return SetUp(path, f"{python} -c {shlex.quote(code)}", named)
+    return None
+
+
+def _tracked(where: Path, path: str) -> bool:
+    done = subprocess.run(
+        ["git", "-C", str(where), "ls-files", "--error-unmatch", "--", path],
+        capture_output=True,
+        check=False,
+        timeout=60,
+    )
+    return done.returncode == 0
+
+
+def _setup_lines(setup: SetUp | None) -> list[str]:
+    if setup is None:
+        return []
+    if setup.command is None:
+        return _comment(
+            f"{setup.path} is generated ({setup.found_from}) and git does not track it, so a "
+            "clean checkout lacks it: name the command that writes it, e.g. "
+            'setup = "python gen_version.py".'
+        )
+    return [
+        *_comment(
+            f"{setup.path} is generated ({setup.found_from}) and git does not track it, so a "
+            "clean checkout lacks it: this writes it, with the text your checkout has, in "
+            "every clean checkout before a check runs."
+        ),
+        f"setup = {_string(setup.command)}",
+    ]
+
+
 def _plugins_lines(plugins: Advice | None, found_from: str) -> list[str]:
     """``pytest_plugins`` with the comment saying why, and what no installed plugin has."""
     if plugins is None:
@@ -199,9 +297,10 @@ def spec_text(
     model: str,
     plugins: Advice | None = None,
     config_file: str | None = None,
+    setup: SetUp | None = None,
 ) -> str:
     """The commented ``night.toml``; ``plugins``: the pytest plugins to write, found from
-    ``config_file``."""
+    ``config_file``; ``setup``: the set-up a clean checkout needs."""
     lines = [
         "# What one unattended night should do in this repository, written by `overnight init`.",
         "# `overnight check night.toml` runs every check a night makes before it spends",
@@ -231,6 +330,7 @@ def spec_text(
         "# Seconds before one run of it is stopped (and counted as not met).",
         "timeout_s = 600",
         *_plugins_lines(plugins, config_file or "the predicate's options"),
+        *_setup_lines(setup),
         "",
         "[model]",
         "# Where model calls go: anthropic (key from ANTHROPIC_API_KEY), openai (OPENAI_API_KEY),",
@@ -358,6 +458,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     model = args.model or MODELS[provider][0]
     plugins = find_plugins(where, predicate)
     config_file = read_config(where).file
+    setup = find_setup(where, predicate)
     spec_path.write_text(
         spec_text(
             goal,
@@ -368,6 +469,7 @@ def cmd_init(args: argparse.Namespace) -> int:
             model,
             plugins,
             config_file,
+            setup,
         ),
         encoding="utf-8",
     )
@@ -377,6 +479,9 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(printable(f"  with {plugins.line()}: {found}"))
     if plugins is not None and plugins.missing:
         print(printable(f"  {plugins.missing_said()}"))
+    if setup is not None:
+        how = "with a set-up that writes it" if setup.command else "name its set-up command"
+        print(printable(f"  {setup.path} is generated and untracked: {how}"))
     if provider == "script":
         script_path.write_text(script_text(goal, predicate), encoding="utf-8")
         print(printable(f"wrote {script_path} (the scripted model's answers)"))
