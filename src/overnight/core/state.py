@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, TypeAdapter
 from overnight.core.drift import DriftDecision, DriftVerdict
 from overnight.core.evidence import BaseTests, Evidence
 from overnight.core.resume import VerifyOutcome
+from overnight.core.routing import Route, route_verdict
 from overnight.core.tasks import (
     CommandRun,
     CompletedTask,
@@ -495,7 +496,8 @@ class RunState(BaseModel):
         # A checkpoint written before attempts were counted knows the attempt only here.
         seen = self.attempts.get(flight.task.id, 0)
         self._set_attempts(flight.task.id, max(seen, flight.attempt))
-        if outcome is VerifyOutcome.DONE:
+        routed = route_verdict(outcome, cannot_run=cannot_run, resumed=True)
+        if routed.route is Route.LAND:
             self.finish_done(
                 flight.task,
                 commit,
@@ -506,15 +508,8 @@ class RunState(BaseModel):
                 touches_runner=touches_runner,
                 automation=automation,
             )
-        elif outcome is VerifyOutcome.PARTIAL:
-            self.finish_parked(
-                flight.task,
-                "resumed into a partially applied state; needs a human",
-                detail,
-                patch,
-            )
-        elif outcome is VerifyOutcome.CANNOT_RUN:
-            self.finish_parked(flight.task, cannot_run_reason_text(cannot_run), detail, patch)
+        elif routed.route is Route.PARK:
+            self.finish_parked(flight.task, routed.reason, detail, patch)
         else:
             self.requeue_front(flight.task)
 
@@ -677,8 +672,3 @@ def _apply_queue_op(queue: list[Any], op: QueueOp) -> list[Any]:
     else:
         return list(op.tasks)
     return queue
-
-
-def cannot_run_reason_text(why: str) -> str:
-    """The reason a task is parked with when its verify could not run."""
-    return f"the verify command could not run ({why or 'no verdict'})"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -29,7 +30,8 @@ from overnight.core.endings import Stop, StopFacts, classify_exception, should_s
 from overnight.core.errors import Interrupted
 from overnight.core.goal import Goal
 from overnight.core.resume import VerifyOutcome
-from overnight.core.state import RunState, cannot_run_reason_text
+from overnight.core.routing import Route, route_verdict
+from overnight.core.state import RunState
 from overnight.core.tasks import CommandRun, Task
 from overnight.core.text import clip
 from overnight.effects.ledger import UNSETTLED, render_done, render_unknown
@@ -46,7 +48,7 @@ from overnight.night.finish import (
 from overnight.night.planner import Planner
 from overnight.night.signals import Signals
 from overnight.night.testrun import Reporter, confined, placed, pytest_evidence
-from overnight.night.verdict import Screen, Verdicts
+from overnight.night.verdict import Screen, Verdict, Verdicts
 from overnight.night.worktree import remove_worktree
 from overnight.process import (
     CommandResult,
@@ -64,6 +66,18 @@ from overnight.store.rundir import RunDir
 
 def _no_model(request: ModelRequest) -> ModelResponse:
     raise RuntimeError("this night has no model: a command task cannot call one")
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A task's candidate as judged: what it is made of, what it changes, what its verify
+    said (None: parked before any verify ran)."""
+
+    made: Candidate
+    screened: Screen
+    verdict: Verdict | None
+    settled: bool = False
+    """Parked or held already: nothing is left to route."""
 
 
 def task_marker(task_id: str) -> str:
@@ -291,19 +305,21 @@ class Night:
             self.trace.event("task", event="started", task=task.id, attempt=attempt)
             status = self.execute(task, attempt, earlier)
             ran = self.last_command
-            made = self.candidate(task)
-            candidate = made.commit
-            screened = self.verdicts.screen(task, candidate)
-            if self.park_if_judged(task, attempt, made, screened):
-                return VerifyOutcome.NOT_DONE
-            verdict = self.verdicts.verify(task, candidate, attempt)
-            outcome, detail = verdict.outcome, verdict.detail
-            self.trace.event("task", event="verified", task=task.id, outcome=outcome.value)
-            unsettled = self.unsettled_effects(task)
-            if unsettled:  # whatever the verify says: a person settles the effect first
-                self.hold(task, attempt, unsettled, detail, ran, candidate)
-                return outcome
-            if outcome is VerifyOutcome.DONE:
+            judged = self.judge_candidate(task, attempt, ran, lap=True)
+            verdict = judged.verdict
+            if judged.settled or verdict is None:  # parked for what it changed, or held
+                return verdict.outcome if verdict is not None else VerifyOutcome.NOT_DONE
+            made, screened = judged.made, judged.screened
+            candidate, detail = made.commit, verdict.detail
+            routed = route_verdict(
+                verdict.outcome,
+                cannot_run=verdict.cannot_run,
+                looping=status == "looping",
+                attempt=attempt,
+                retries=retries,
+                steps_exhausted=self.steps_exhausted(),
+            )
+            if routed.route is Route.LAND:
                 touches = self.verdicts.touches_runner(task, candidate)
                 s.finish_done(
                     task,
@@ -317,32 +333,45 @@ class Night:
                     dropped=made.notes.listed_dropped(),
                     automation=screened.landed_automation,
                 )
-                return outcome
-            reason = ""
-            if outcome is VerifyOutcome.PARTIAL:
-                reason = "verify reports a partially applied state"
-            elif outcome is VerifyOutcome.CANNOT_RUN:  # it would not run the next time either
-                reason = cannot_run_reason_text(verdict.cannot_run)
-            elif status == "looping":  # the same inputs would loop again: no retry
-                reason = "the agent repeated the same tool call with the same result"
-            elif attempt > retries or self.steps_exhausted():
-                reason = f"not done after {attempt} attempt(s)"
-            if reason:
+                return verdict.outcome
+            if routed.route is Route.PARK:
                 patch = self.discard(task, attempt, candidate)
                 s.finish_parked(
                     task,
-                    reason,
+                    routed.reason,
                     detail,
                     patch,
                     command=ran,
                     excluded=made.notes.listed_excluded(),
                     dropped=made.notes.listed_dropped(),
                 )
-                return outcome
+                return verdict.outcome
             earlier = (
                 f"Attempt {attempt} of this task did not pass the check `{task.verify}`; "
                 f"its edits are still in the worktree. The check said:\n{detail[-1500:]}"
             )
+
+    def judge_candidate(
+        self, task: Task, attempt: int, ran: CommandRun | None = None, *, lap: bool = False
+    ) -> Judged:
+        """Judge what the worktree holds for ``task``, for a lap and for the task a resume
+        finds in flight alike: its candidate commit, screened for what no candidate may
+        change (parked, no verdict), verified on a clean checkout, held when an effect of
+        unknown outcome must be settled first (``settled``: parked or held, nothing more to
+        route)."""
+        made = self.candidate(task)
+        candidate = made.commit
+        screened = self.verdicts.screen(task, candidate)
+        if self.park_if_judged(task, attempt, made, screened):
+            return Judged(made, screened, None, settled=True)
+        verdict = self.verdicts.verify(task, candidate, attempt)
+        if lap:
+            self.trace.event("task", event="verified", task=task.id, outcome=verdict.outcome.value)
+        unsettled = self.unsettled_effects(task)
+        if unsettled:  # whatever the verify says: a person settles the effect first
+            self.hold(task, attempt, unsettled, verdict.detail, ran, candidate)
+            return Judged(made, screened, verdict, settled=True)
+        return Judged(made, screened, verdict)
 
     def out_of_time(self, task: Task, why: str) -> None:
         """No time to judge ``task``: it stays IN_PROGRESS for a resume to verify."""
@@ -688,19 +717,13 @@ class Night:
         flight = self.state.in_progress
         assert flight is not None
         self.worktree.clear_stale_locks()
-        made = self.candidate(flight.task)
-        candidate = made.commit
-        screened = self.verdicts.screen(flight.task, candidate)
-        if self.park_if_judged(flight.task, flight.attempt, made, screened):
+        judged = self.judge_candidate(flight.task, flight.attempt)
+        verdict = judged.verdict
+        if judged.settled or verdict is None:  # parked, or held: neither landed nor re-run
             self.checkpoint()
             return
-        verdict = self.verdicts.verify(flight.task, candidate, flight.attempt)
-        outcome, detail = verdict.outcome, verdict.detail
-        unsettled = self.unsettled_effects(flight.task)
-        if unsettled:  # it may have happened: neither landed nor run again before a person
-            self.hold(flight.task, flight.attempt, unsettled, detail, candidate=candidate)
-            self.checkpoint()
-            return
+        made, screened = judged.made, judged.screened
+        candidate, outcome, detail = made.commit, verdict.outcome, verdict.detail
         commit: str | None = None
         patch: str | None = None
         touches: list[str] = []
