@@ -8,12 +8,10 @@ back at that check. ``start_run`` and ``resume_run`` (in ``overnight.night.runs`
 
 from __future__ import annotations
 
-import contextlib
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import Path
 
 from overnight.config.spec import Spec
 from overnight.core.budget import (
@@ -37,7 +35,8 @@ from overnight.core.text import clip
 from overnight.effects.ledger import UNSETTLED, render_done, render_unknown
 from overnight.models.types import ModelRequest, ModelResponse
 from overnight.night.candidate import Candidate
-from overnight.night.checkouts import Checkouts, NoTimeLeft, Ran, SetupFailed, ran_fields
+from overnight.night.checkouts import Checkouts, NoTimeLeft, SetupFailed
+from overnight.night.commands import NightCommands
 from overnight.night.compose import NightParts
 from overnight.night.finish import (
     ClosingFacts,
@@ -47,16 +46,8 @@ from overnight.night.finish import (
 )
 from overnight.night.planner import Planner
 from overnight.night.signals import Signals
-from overnight.night.testrun import Reporter, confined, placed, pytest_evidence
 from overnight.night.verdict import Screen, Verdict, Verdicts
 from overnight.night.worktree import remove_worktree
-from overnight.process import (
-    CommandResult,
-    Confinement,
-    end_orphaned_group,
-    process_identity,
-    run_command,
-)
 from overnight.report.result import TerminalResult
 from overnight.seams import EffectRow, ExecContext
 from overnight.store.atomic import private_dir
@@ -117,14 +108,21 @@ class Night:
         self.worktree = parts.worktree
         self.fence = parts.fence
         self.sandbox = parts.sandbox
-        self.sandbox.record = self._count_command
+        self.commands = NightCommands(
+            spec, run_dir, state, self.sandbox, signals, self.trace, self.seconds_left
+        )
         self.planner: Planner | None = None
         if self.gateway is not None:
             self.planner = Planner(
                 spec, state, goal, expected_goal_sha, self.gateway, self.trace, self.seconds_used
             )
         self.checkouts = Checkouts(
-            spec, self.worktree, self.trace, self.run, self.confinement, self.log_name
+            spec,
+            self.worktree,
+            self.trace,
+            self.commands.run,
+            self.commands.confinement,
+            self.commands.log_name,
         )
         self.verdicts = Verdicts(
             spec,
@@ -132,9 +130,9 @@ class Night:
             self.worktree,
             self.checkouts.clean,
             self.trace,
-            self.run,
-            self.confinement,
-            self.log_name,
+            self.commands.run,
+            self.commands.confinement,
+            self.commands.log_name,
             self.seconds_left,
         )
         self.fatal: Stop | None = None
@@ -230,7 +228,7 @@ class Night:
     def prepare(self) -> None:
         """Once per process: verify a task left in flight, run the predicate, plan if needed.
         With no time left none of it starts: the stop check ends the night at once."""
-        self.end_leftover_command()
+        self.commands.end_leftover_command()
         self.release_reviewed()
         if self.spec.predicate.setup is not None and self.seconds_left() > 0:
             self.set_up_worktree()
@@ -439,118 +437,18 @@ class Night:
             tokens_affordable=self.tokens_affordable,
             sleep=self.clock.sleep,
             protected=self.verdicts.protection.rule_for,
-            confine=self.tool_confinement,
+            confine=self.commands.tool_confinement,
             trace_context=self.trace_context,
             model_access=None if self.proxy is None else self.proxy.access_for(task.id),
-            task_log=self.run_dir.artifacts / self.log_name(f"{task.id}.{attempt}.agent"),
-            run_shell=lambda command, timeout_s, stem: self.run_shell(
+            task_log=self.run_dir.artifacts / self.commands.log_name(f"{task.id}.{attempt}.agent"),
+            run_shell=lambda command, timeout_s, stem: self.commands.run_shell(
                 task.id, command, timeout_s, stem
             ),
-        )
-
-    def run_shell(self, task_id: str, command: str, timeout_s: float, log_stem: str) -> CommandRun:
-        """A command task's command, in the worktree, sandboxed once the model has worked."""
-        confine = self.confinement()
-        ran = self.run(
-            command,
-            timeout_s,
-            self.log_name(log_stem),
-            clip=True,
-            cwd=self.run_dir.worktree,
-            confine=confine,
-        )
-        result = ran.result
-        self.trace.event("tool_call", tool="command", task=task_id, **ran_fields(ran, confine))
-        return CommandRun(
-            exit_code=result.exit_code,
-            timed_out=result.timed_out,
-            timeout_s=round(ran.timeout_s, 3),
-            seconds=round(result.seconds, 3),
-            log=str(result.log_path) if result.log_path else None,
         )
 
     def tokens_affordable(self, model: str) -> int:
         """Money left before the enforcement line, in output tokens of ``model``."""
         return self.ledger.max_output_tokens(model, 0)
-
-    def confinement(self, *, model_written: bool = False, tool: bool = False) -> Confinement | None:
-        return self.sandbox.confinement(
-            agent_worked=self.state.agent_worked, model_written=model_written, tool=tool
-        )
-
-    def tool_confinement(self) -> Confinement | None:
-        """The agent's ``run_command``: sandboxed, with the worktree's layout on the path."""
-        confine = self.confinement(tool=True)
-        return None if confine is None else confined(confine, [self.run_dir.worktree])
-
-    def _count_command(self, sandboxed: bool) -> None:
-        self.state.count_command(sandboxed=sandboxed)
-
-    def run(
-        self,
-        command: str | list[str],
-        timeout_s: float,
-        log: str,
-        *,
-        clip: bool,
-        cwd: Path,
-        confine: Confinement | None,
-        tests: bool = False,
-        complete: bool = False,
-    ) -> Ran:
-        """Run a command in ``cwd``, sandboxed when ``confine`` is given, with the checkout's
-        layout on ``PYTHONPATH`` (``overnight.night.testrun``); ``tests``: a pytest command,
-        run with the harness's reporter. ``clip`` bounds it by the time left: it is not
-        started when none is left (``NoTimeLeft``)."""
-        if clip:
-            left = self.seconds_left()
-            if left <= 0:
-                raise NoTimeLeft("no time was left to start a command")
-            timeout_s = min(timeout_s, left)
-        private_dir(self.run_dir.artifacts)
-        plugins = self.spec.predicate.pytest_plugins
-        evidence = pytest_evidence(plugins, complete=complete) if tests else None
-        with evidence or contextlib.nullcontext() as reporter:
-            result = self._run_with(command, timeout_s, log, cwd, confine, reporter)
-            seen = reporter.read() if reporter is not None else None
-        if result.interrupted:
-            raise Interrupted(self.signals.requested or "signal")
-        cut = clip and result.timed_out and self.seconds_left() <= 0
-        return Ran(result, timeout_s, cut, seen)
-
-    def _run_with(
-        self,
-        command: str | list[str],
-        timeout_s: float,
-        log: str,
-        cwd: Path,
-        confine: Confinement | None,
-        reporter: Reporter | None,
-    ) -> CommandResult:
-        confine, env = placed(confine, [cwd], reporter)
-        try:
-            return run_command(
-                command,
-                cwd=cwd,
-                timeout_s=timeout_s,
-                env=env,
-                confine=confine,
-                should_stop=self.signals.check,
-                log_path=self.run_dir.artifacts / log,
-                on_spawn=self.note_command_group,
-                pass_fds=(reporter.fd,) if reporter is not None else (),
-            )
-        finally:
-            self.run_dir.command_group.unlink(missing_ok=True)
-
-    def log_name(self, stem: str, suffix: str = ".log") -> str:
-        """``stem + suffix`` in the artifacts, or, when an earlier process of the run already
-        wrote that file, the first ``stem-N + suffix`` that is free: no log is overwritten."""
-        name, n = f"{stem}{suffix}", 1
-        while (self.run_dir.artifacts / name).exists():
-            n += 1
-            name = f"{stem}-{n}{suffix}"
-        return name
 
     # -- what judges the work ----------------------------------------------------------------
 
@@ -599,26 +497,6 @@ class Night:
             self.trace.event("decision", decision="automation_landed", task=task.id, paths=paths)
         return self.worktree.land(candidate)
 
-    def note_command_group(self, pgid: int) -> None:
-        """Remember the running command's process group: if this process is killed outright,
-        the group outlives it, and the next process ends it (``end_leftover_command``).
-        Best effort: a note that cannot be written (a full disk) must not stop the command."""
-        with contextlib.suppress(OSError):
-            self.run_dir.command_group.write_text(f"{pgid} {process_identity(pgid) or ''}\n")
-
-    def end_leftover_command(self) -> None:
-        """A process killed with kill -9 cannot end the command it was running: end it now,
-        before the task it belongs to is verified, so that nothing runs behind the verify."""
-        path = self.run_dir.command_group
-        try:
-            pgid, _, identity = path.read_text().strip().partition(" ")
-            ended = bool(identity) and end_orphaned_group(int(pgid), identity)
-        except (OSError, ValueError):
-            return
-        if ended:
-            self.trace.event("decision", decision="ended_leftover_command", pgid=int(pgid))
-        path.unlink(missing_ok=True)
-
     def run_predicate(self) -> None:
         """The goal predicate, judged by the verdict (``overnight.night.verdict``). The start
         check's verdict on the base commit stands for the night's first run."""
@@ -626,7 +504,7 @@ class Night:
         first = s.last_predicate
         if first is not None and first.at_start and self.worktree.head() == s.base_commit:
             s.record_predicate(first.model_copy(update={"at_start": False}))
-            self.confinement()  # counted as its policy ran it, sandboxed or not
+            self.commands.confinement()  # counted as its policy ran it, sandboxed or not
             self.trace.event(
                 "tool_call",
                 tool="predicate",
@@ -643,7 +521,7 @@ class Night:
     def discard(self, task: Task, attempt: int, candidate: str | None) -> str | None:
         """Save ``candidate``'s change as a patch in the artifacts and write the worktree
         afresh from the branch; the patch's path, or None when there was no change."""
-        patch = self.run_dir.artifacts / self.log_name(f"{task.id}.{attempt}", ".patch")
+        patch = self.run_dir.artifacts / self.commands.log_name(f"{task.id}.{attempt}", ".patch")
         private_dir(self.run_dir.artifacts)
         saved = self.worktree.discard(patch, candidate)
         self.set_up_worktree()
