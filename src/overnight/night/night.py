@@ -46,7 +46,7 @@ from overnight.night.finish import (
 )
 from overnight.night.planner import Planner
 from overnight.night.signals import Signals
-from overnight.night.verdict import Screen, Verdict, Verdicts
+from overnight.night.verdict import Screen, Verdict, Verdicts, predicate_fields
 from overnight.night.worktree import remove_worktree
 from overnight.report.result import TerminalResult
 from overnight.seams import EffectRow, ExecContext
@@ -505,16 +505,7 @@ class Night:
         if first is not None and first.at_start and self.worktree.head() == s.base_commit:
             s.record_predicate(first.model_copy(update={"at_start": False}))
             self.commands.confinement()  # counted as its policy ran it, sandboxed or not
-            self.trace.event(
-                "tool_call",
-                tool="predicate",
-                exit_code=first.exit_code,
-                met=first.met,
-                evidence=first.evidence,
-                verdict=first.verdict,
-                seconds=first.seconds,
-                from_start_check=True,
-            )
+            self.trace.event("tool_call", **predicate_fields(first), from_start_check=True)
             return
         s.record_predicate(self.verdicts.predicate())
 

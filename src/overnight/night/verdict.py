@@ -294,14 +294,9 @@ class Verdicts:
         record = judged_predicate(ran, base, self.places)
         self.trace.event(
             "tool_call",
-            tool="predicate",
-            exit_code=record.exit_code,
-            met=record.met,
-            evidence=record.evidence,
-            verdict=record.verdict,
+            **predicate_fields(record),
             timed_out=record.timed_out,
             cut_at_time_limit=ran.cut_at_time_limit,
-            seconds=record.seconds,
             sandboxed=confine is not None,
         )
         return record
@@ -326,16 +321,7 @@ class Verdicts:
             self.base_for(p.command, p.command, False, p.timeout_s) if verified.ran.tests else None
         )
         record = judged_predicate(verified.ran, base, self.places)
-        self.trace.event(
-            "tool_call",
-            tool="predicate",
-            exit_code=record.exit_code,
-            met=record.met,
-            evidence=record.evidence,
-            verdict=record.verdict,
-            seconds=record.seconds,
-            from_verify=verified.task,
-        )
+        self.trace.event("tool_call", **predicate_fields(record), from_verify=verified.task)
         return record
 
     def base_for_kept(self, key: str) -> BaseTests | None:
@@ -386,6 +372,19 @@ class Verdicts:
         if found:
             self.trace.event("decision", decision="touches_runner", task=task.id, paths=found)
         return found
+
+
+def predicate_fields(record: PredicateRecord) -> dict[str, object]:
+    """What the trace says of a goal predicate's verdict, however it was reached (a run, the
+    start check's, a verify's run of the same command on the same tree)."""
+    return {
+        "tool": "predicate",
+        "exit_code": record.exit_code,
+        "met": record.met,
+        "evidence": record.evidence,
+        "verdict": record.verdict,
+        "seconds": record.seconds,
+    }
 
 
 def judged_predicate(
