@@ -28,9 +28,9 @@ if __package__ in (None, ""):  # run as a script: bench/estimates.py
 from overnight import api
 from overnight.config.spec import parse_spec
 from overnight.core.budget import Price
-from overnight.estimate.history import facts_of_run
 from overnight.estimate.learned import NightPrices, Settings, learn
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
+from overnight.night.workload_record import facts_of_run
 from overnight.testing import FunctionModel, text_answer, tool_answer
 from overnight.testing.fakes import usage_dict
 

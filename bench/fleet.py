@@ -48,7 +48,7 @@ IDENT = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
 FAKES = """
 import time
 from overnight.seams import ExecResult
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.testing.fakes import text_answer, usage_dict
 
 

@@ -24,9 +24,9 @@ from overnight.night.events import Event, RunCreated, event_of
 from overnight.night.preflight import check_model_reach, check_spec
 from overnight.night.runs import resume_run, start_run
 from overnight.night.signals import Signals, drained_on_signals
-from overnight.report.result import TerminalResult
 from overnight.seams import Clock, ModelClient, TaskExecutor
 from overnight.store.index import resolve_run
+from overnight.store.result import TerminalResult
 from overnight.store.rundir import RunDir, read_json
 
 Result = TerminalResult

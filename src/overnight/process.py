@@ -19,39 +19,19 @@ import contextlib
 import errno
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
 from overnight.core.errors import DiskFull, WorkspaceError
+from overnight.secrecy import is_secret_name, secret_values
 from overnight.store.atomic import open_private, private_dir
-
-#: Variables removed from every child environment whatever their shape.
-SECRET_NAMES: frozenset[str] = frozenset(
-    {
-        "ANTHROPIC_API_KEY",
-        "OPENAI_API_KEY",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-    }
-)
-
-#: A variable whose name matches one of these (case-insensitively) is treated as a secret.
-#: Suffixes carry the leading underscore so that names such as ``PYTHONHASHSEED`` or
-#: ``KEYTIMEOUT`` survive; ``_API_KEY`` is covered by ``_KEY``.
-SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"(_KEY|_TOKEN|_SECRET)$", re.IGNORECASE),
-    re.compile(r"SECRET|PASSWORD|PASSWD|CREDENTIALS", re.IGNORECASE),
-)
 
 #: How long a process group gets between SIGTERM and SIGKILL.
 TERM_GRACE_S = 2.0
@@ -68,23 +48,6 @@ MAX_OUTPUT = 20_000
 REDACTED = b"[redacted]"
 #: Output is redacted this many bytes at a time.
 REDACT_CHUNK = 1 << 20
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable called ``name`` must not reach a child process."""
-    if name.upper() in SECRET_NAMES:
-        return True
-    return any(pattern.search(name) for pattern in SECRET_PATTERNS)
-
-
-def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
-    """The values of the secret-looking variables of ``environ`` (default: this process's),
-    longest first: what is replaced by ``[redacted]`` wherever the run writes text."""
-    env = dict(os.environ if environ is None else environ)
-    kept = scrubbed_env(env)
-    return sorted(
-        (v for k, v in env.items() if k not in kept and len(v) >= 8), key=len, reverse=True
-    )
 
 
 def _redact_sink(sink: IO[bytes], secrets: list[str]) -> None:
@@ -194,6 +157,32 @@ class Confinement(Protocol):
         """Take back what ``command`` lent for ``cwd``, once every confined process of that
         command has ended."""
         ...
+
+
+@dataclass(frozen=True)
+class WithAdditions:
+    """A confinement whose commands also get ``env`` and see ``files`` (read-only)."""
+
+    inner: Confinement
+    additions: Mapping[str, str] = field(default_factory=dict)
+    files: tuple[Path, ...] = ()
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return {**self.inner.env, **self.additions}
+
+    def command(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        info_fd: int | None = None,
+        files: Sequence[Path] = (),
+    ) -> list[str]:
+        return self.inner.command(argv, cwd=cwd, info_fd=info_fd, files=[*files, *self.files])
+
+    def release(self, cwd: Path) -> None:
+        self.inner.release(cwd)
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from overnight.core.budget import Band
 from overnight.core.tasks import CommandRun, Task
-from overnight.models.types import ModelRequest, ModelResponse, ToolSpec
-
-if TYPE_CHECKING:
-    from overnight.process import Confinement
+from overnight.messages.types import ModelRequest, ModelResponse, ToolSpec
+from overnight.process import Confinement
 
 # -- time ------------------------------------------------------------------------------------
 

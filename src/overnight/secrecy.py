@@ -9,6 +9,10 @@ the text as it is and in each of its decoded views, for the secret and for its e
 ``StreamScan`` does the same across a stream: it keeps what the client would have joined so
 far, and says how much of the newest text it must hold back because it could be the start of
 a secret the next event completes.
+
+Which environment variables are secrets is decided here too (``is_secret_name``): a child
+process never gets them (``overnight.process.scrubbed_env``), and their values
+(``secret_values``) are replaced by ``[redacted]`` wherever the run writes text.
 """
 
 from __future__ import annotations
@@ -16,9 +20,47 @@ from __future__ import annotations
 import base64
 import html
 import json
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from urllib.parse import unquote
+
+#: Variables removed from every child environment whatever their shape.
+SECRET_NAMES: frozenset[str] = frozenset(
+    {
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+    }
+)
+
+#: A variable whose name matches one of these (case-insensitively) is treated as a secret.
+#: Suffixes carry the leading underscore so that names such as ``PYTHONHASHSEED`` or
+#: ``KEYTIMEOUT`` survive; ``_API_KEY`` is covered by ``_KEY``.
+SECRET_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"(_KEY|_TOKEN|_SECRET)$", re.IGNORECASE),
+    re.compile(r"SECRET|PASSWORD|PASSWD|CREDENTIALS", re.IGNORECASE),
+)
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable called ``name`` must not reach a child process."""
+    if name.upper() in SECRET_NAMES:
+        return True
+    return any(pattern.search(name) for pattern in SECRET_PATTERNS)
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of the secret-looking variables of ``environ`` (default: this process's),
+    longest first: what is replaced by ``[redacted]`` wherever the run writes text."""
+    env = dict(os.environ if environ is None else environ)
+    return sorted(
+        (v for k, v in env.items() if is_secret_name(k) and len(v) >= 8), key=len, reverse=True
+    )
+
 
 #: Secrets shorter than this are not looked for (they would match ordinary text).
 MIN_SECRET = 8

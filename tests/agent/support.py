@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from overnight.config.spec import Spec
-from overnight.models.types import ModelRequest, estimate_input_tokens
+from overnight.messages.types import ModelRequest, estimate_input_tokens
 from overnight.store.journal import read_journal
 from overnight.store.rundir import RunDir
 from overnight.testing import FunctionModel, text_answer, tool_answer, usage_dict

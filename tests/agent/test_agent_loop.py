@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from tests.agent.support import (
     BUGGY,
     FIX_ADD,

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from overnight.agent.prompts import COMPACT_SYSTEM
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.store.checkpoint import load_checkpoint
 from tests.agent.support import (
     FIX_ADD,

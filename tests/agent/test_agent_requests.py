@@ -11,7 +11,7 @@ import pytest
 
 from overnight.agent.prompts import SYSTEM
 from overnight.core.budget import Price, Usage
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.store.journal import read_journal
 from tests.agent.support import (
     FIX_ADD,

@@ -20,7 +20,7 @@ from overnight.clock import FakeClock
 from overnight.config.agent import AgentSpec
 from overnight.core.budget import Price, Usage
 from overnight.core.tasks import Task
-from overnight.models.types import ModelRequest, TextBlock, ToolSpec, ToolUseBlock
+from overnight.messages.types import ModelRequest, TextBlock, ToolSpec, ToolUseBlock
 from overnight.seams import ExecContext, ToolContext, ToolOutcome
 from overnight.testing.cache_sim import CachingProvider, effective_input_tokens, words
 

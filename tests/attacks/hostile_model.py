@@ -20,7 +20,7 @@ import json
 import os
 from typing import Any
 
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.testing import text_answer, tool_answer, usage_dict
 
 _asked: dict[str, int] = {}

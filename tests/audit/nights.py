@@ -12,7 +12,7 @@ from overnight.audit.model import Audit
 from overnight.audit.run import audit_run
 from overnight.clock import FakeClock
 from overnight.core.tasks import Task
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.night.signals import Signals
 from overnight.seams import ExecContext, ExecResult
 from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, usage_dict

@@ -10,7 +10,7 @@ import pytest
 
 from overnight.core.budget import MONEY, TOKENS, Ledger, Price, PriceTable, Usage
 from overnight.core.errors import BudgetRefused, ConfigError
-from overnight.models.types import coerce_response
+from overnight.messages.types import coerce_response
 from overnight.testing import text_answer, usage_dict
 
 OPUS = "opus-class"

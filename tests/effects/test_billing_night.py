@@ -180,7 +180,7 @@ import os
 import time
 from pathlib import Path
 
-from overnight.models.types import TextBlock, ToolUseBlock
+from overnight.messages.types import TextBlock, ToolUseBlock
 from refund_model import CALLS, EARLIER, BillingModel, _last_tool_result, _task_and_step
 
 PLAN = [CALLS["issue_refund"], CALLS["notify_customer"]]

@@ -21,7 +21,7 @@ from overnight.cli.commands import main
 from overnight.core.errors import ConfigError
 from overnight.core.state import RunState
 from overnight.core.tasks import Task
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.store.run_state import RunStateStore, load_run_state
 from overnight.store.rundir import RunDir, RunLock
 from overnight.testing import FunctionModel, text_answer, tool_answer, usage_dict

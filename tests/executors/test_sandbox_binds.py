@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from overnight.config.sandbox import SandboxSpec
-from overnight.night.testrun import WithAdditions
-from overnight.process import run_command
+from overnight.process import WithAdditions, run_command
 from overnight.sandbox import build_sandbox
 from tests.helpers.sandbox import require_bwrap
 

@@ -501,7 +501,7 @@ import os
 import time
 
 from overnight.seams import ExecResult
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.testing.fakes import text_answer, usage_dict
 
 LATENCY_S = float(os.environ.get("FLEET_FAKE_LATENCY_S", "0"))

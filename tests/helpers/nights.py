@@ -12,8 +12,8 @@ from overnight.clock import FakeClock
 from overnight.config.spec import Spec, parse_spec
 from overnight.night.runs import resume_run, start_run
 from overnight.night.signals import Signals
-from overnight.report.result import TerminalResult
 from overnight.seams import Clock, ModelClient, TaskExecutor
+from overnight.store.result import TerminalResult
 from overnight.store.rundir import RunDir
 from tests.helpers.toml import dumps
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from overnight.models.types import ModelRequest, ToolSpec
+from overnight.messages.types import ModelRequest, ToolSpec
 
 DEFAULT_MAX_TOKENS = 1024
 

@@ -17,12 +17,12 @@ import pytest
 from overnight.clock import FakeClock
 from overnight.core.budget import BudgetFractions, Ledger, Price, PriceTable, Usage
 from overnight.core.errors import DependencyUnavailable
+from overnight.messages.types import ModelRequest, estimate_input_tokens
 from overnight.models.anthropic_provider import AnthropicClient
 from overnight.models.gateway import ModelGateway
 from overnight.models.openai_provider import OpenAIClient
 from overnight.models.provider_errors import ProviderError
 from overnight.models.retry import RetryingClient
-from overnight.models.types import ModelRequest, estimate_input_tokens
 from overnight.store.journal import Journal, read_journal
 from overnight.store.trace import Trace
 from tests.models.cassettes import Interaction

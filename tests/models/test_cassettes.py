@@ -23,18 +23,18 @@ from typing import Any
 import pytest
 
 from overnight.clock import FakeClock
+from overnight.config.prices import price_for
 from overnight.config.spec import ModelSpec
 from overnight.core.budget import BudgetFractions, Ledger, PriceTable, Usage
 from overnight.core.endings import classify_exception, describe
 from overnight.core.errors import DependencyUnavailable, ModelCallFailed
+from overnight.messages.types import ModelRequest, ModelResponse, estimate_input_tokens
 from overnight.models.anthropic_provider import TASK_BUDGET_BETA, AnthropicClient
 from overnight.models.gateway import ModelGateway
 from overnight.models.openai_provider import OpenAIClient
-from overnight.models.prices import price_for
 from overnight.models.provider_errors import ProviderError
 from overnight.models.providers import build_client
 from overnight.models.retry import RetryingClient
-from overnight.models.types import ModelRequest, ModelResponse, estimate_input_tokens
 from overnight.store.journal import Journal, read_journal
 from overnight.store.trace import Trace
 from tests.models.cassettes import Interaction, all_files, cassette_dir, load

@@ -15,17 +15,17 @@ import genai_prices
 import pytest
 
 from overnight.clock import FakeClock
+from overnight.config.prices import genai_price, price_for
 from overnight.config.spec import PROVIDERS, ModelSpec, parse_spec
 from overnight.core.budget import Price, PriceTier, Usage
 from overnight.core.errors import ConfigError, ModelCallFailed
+from overnight.messages.types import ModelRequest, ToolSpec
 from overnight.models.anthropic_provider import AnthropicClient
 from overnight.models.openai_convert import chat_messages, responses_input
-from overnight.models.prices import genai_price, price_for
 from overnight.models.provider_errors import ProviderError, parse_retry_after
 from overnight.models.providers import build_client
 from overnight.models.retry import RetryingClient, sleep_for_clock
 from overnight.models.seam import CallableModel
-from overnight.models.types import ModelRequest, ToolSpec
 from overnight.night.preflight import check_spec
 from overnight.store.journal import read_journal
 from tests.helpers.nights import command_task, run_night, spec_data

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from overnight.agent.loop import assistant_message
+from overnight.messages.answers import DRIFT_TOOL
+from overnight.messages.types import ModelRequest, ThinkingBlock, ToolUseBlock
 from overnight.models.anthropic_provider import AnthropicClient
 from overnight.models.openai_convert import chat_messages, responses_input
 from overnight.models.openai_provider import OpenAIClient
-from overnight.models.types import ModelRequest, ThinkingBlock, ToolUseBlock
-from overnight.night.prompts import DRIFT_TOOL, drift_request
+from overnight.night.prompts import drift_request
 from tests.models.cassettes import all_files, cassette_dir, load
 from tests.models.recorded import anthropic_request
 from tests.models.replay import ReplayServer

@@ -15,6 +15,7 @@ import pytest
 from genai_prices.data_snapshot import get_snapshot
 from genai_prices.types import TieredPrices
 
+from overnight.config.prices import genai_price
 from overnight.core.budget import (
     MONEY,
     SECONDS,
@@ -31,8 +32,7 @@ from overnight.core.budget import (
     reading,
 )
 from overnight.core.errors import BudgetRefused
-from overnight.models.prices import genai_price
-from overnight.report.result import BudgetBlock
+from overnight.store.result import BudgetBlock
 
 OPUS = "opus-class"
 OPUS_PRICE = Price(5.0, 25.0, 0.5, 6.25, 10.0)

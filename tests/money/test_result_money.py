@@ -15,10 +15,10 @@ import pytest
 from overnight.clock import FakeClock
 from overnight.core.budget import BudgetReading
 from overnight.core.endings import agrees_with_budgets
+from overnight.messages.types import ModelRequest, estimate_input_tokens
 from overnight.models.retry import RetryingClient
-from overnight.models.types import ModelRequest, estimate_input_tokens
-from overnight.report.result import TerminalResult, shipped_schema
 from overnight.store.journal import Journal, read_journal
+from overnight.store.result import TerminalResult, shipped_schema
 from overnight.testing import (
     FunctionModel,
     ScriptedExecutor,

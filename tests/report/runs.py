@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from overnight.core.tasks import Task
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.seams import ExecContext, ExecResult
 from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, usage_dict
 from overnight.testing.fakes import advance, model_call

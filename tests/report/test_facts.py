@@ -14,7 +14,8 @@ import pytest
 from overnight.report.facts import fmt_usd, read_extras, report_facts
 from overnight.report.html import render_html_facts
 from overnight.report.markdown import render_markdown_facts
-from overnight.report.result import (
+from overnight.report.view import ReportFacts
+from overnight.store.result import (
     DriftPoint,
     ParkedEntry,
     PredicateBlock,
@@ -22,7 +23,6 @@ from overnight.report.result import (
     TerminalResult,
     Wrapup,
 )
-from overnight.report.view import ReportFacts
 
 Variant = Callable[[TerminalResult], TerminalResult]
 

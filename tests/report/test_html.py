@@ -16,8 +16,8 @@ from overnight.cli.commands import EXIT_NO_RESULT, EXIT_USAGE, main
 from overnight.report.facts import fmt_usd, read_extras, read_lessons
 from overnight.report.html import render_html
 from overnight.report.markdown import render_markdown
-from overnight.report.result import TerminalResult
 from overnight.store.journal import read_journal
+from overnight.store.result import TerminalResult
 from tests.helpers.nights import make_spec, run_night
 from tests.report.runs import (
     EVIL_LESSON,

@@ -15,7 +15,7 @@ from overnight.cli.status import read_status, render_status
 from overnight.config.spec import parse_spec
 from overnight.report.html import render_html
 from overnight.report.markdown import render_markdown
-from overnight.report.result import TerminalResult, VerifiedTask
+from overnight.store.result import TerminalResult, VerifiedTask
 from tests.helpers.nights import command_task, make_repo, run_night, spec_data
 from tests.report.test_facts import load
 

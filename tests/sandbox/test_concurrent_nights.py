@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from overnight.report.facts import sandbox_line
-from overnight.report.result import TerminalResult
 from overnight.sandbox.uids import RANGE_ENV
+from overnight.store.result import TerminalResult
 from tests.helpers.bomb import BOMB, FORKS, release, wait_until_full
 from tests.helpers.nights import command_task, git, make_repo, make_spec, run_night
 from tests.helpers.project import calc_repo

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.testing import ScriptedModel
 from overnight.testing.fakes import text_answer, tool_answer, usage_dict
 from tests.helpers.nights import make_repo, make_spec

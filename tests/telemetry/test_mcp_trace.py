@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from overnight.clock import SystemClock
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.testing import FunctionModel, text_answer, tool_answer, usage_dict
 from tests.helpers.nights import make_spec, run_night
 from tests.telemetry.collector import Collector, named

@@ -14,7 +14,7 @@ from overnight.clock import SystemClock
 from overnight.config.spec import Spec
 from overnight.core.endings import agrees_with_budgets
 from overnight.night.runs import start_run
-from overnight.report.result import TerminalResult
+from overnight.store.result import TerminalResult
 from overnight.store.rundir import RunDir
 from tests.helpers.nights import command_task, load_result, make_spec, resume_night
 

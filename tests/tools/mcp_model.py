@@ -12,7 +12,7 @@ import json
 import re
 from typing import Any
 
-from overnight.models.types import ModelRequest, ModelResponse, coerce_response
+from overnight.messages.types import ModelRequest, ModelResponse, coerce_response
 from overnight.testing import text_answer, tool_answer, usage_dict
 
 CALL = re.compile(r"CALL (\S+) (\{.*?\})\s*$", re.MULTILINE)

@@ -30,7 +30,7 @@ from overnight.config.spec import parse_spec
 from overnight.config.tools import McpServerSpec, ToolsSpec
 from overnight.core.errors import ConfigError
 from overnight.effects.store import SqliteEffectStore
-from overnight.models.types import ModelRequest
+from overnight.messages.types import ModelRequest
 from overnight.night.preflight import check_spec
 from overnight.process import Confinement
 from overnight.sandbox.bwrap import build_sandbox

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from overnight.config.tools import BUILTIN_TOOLS, ToolsSpec
 from overnight.core.errors import ConfigError
-from overnight.models.types import ToolSpec
+from overnight.messages.types import ToolSpec
 from overnight.seams import Tool, ToolContext, ToolError, ToolOutcome
 from overnight.tools.toolbox import Toolbox, schema_problem
 

@@ -21,7 +21,7 @@ from overnight.agent.prompts import COMPACT_SYSTEM, SYSTEM, first_message
 from overnight.config.agent import AgentSpec
 from overnight.core.budget import CacheTTL
 from overnight.core.tasks import Task
-from overnight.models.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
+from overnight.messages.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
 from overnight.seams import ExecContext, ExecResult, ToolContext, ToolSet
 
 BYTES_PER_TOKEN_GUESS = 4

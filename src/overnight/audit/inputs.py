@@ -15,9 +15,9 @@ from pydantic import ValidationError
 from overnight.config.spec import Spec
 from overnight.core.errors import CheckpointCorrupt, ConfigError
 from overnight.core.state import RunState
-from overnight.report.result import TerminalResult
 from overnight.seams import EffectRow
 from overnight.store.journal import read_intact_records, read_journal
+from overnight.store.result import TerminalResult
 from overnight.store.run_state import load_run_state
 from overnight.store.rundir import RunDir, read_json
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from overnight.audit.inputs import RunFiles
 from overnight.audit.model import AuditCheck, check
-from overnight.audit.prices import table_from_record
+from overnight.config.price_record import table_from_record
 from overnight.core.budget import PriceTable, Usage, to_nanos, to_usd
 from overnight.core.errors import ConfigError
 

@@ -37,7 +37,7 @@ from overnight.core.endings import (
     describe,
     should_stop,
 )
-from overnight.report.result import BudgetBlock
+from overnight.store.result import BudgetBlock
 
 #: Seconds within which the trace's clock (milliseconds) and the result's agree.
 SECONDS_SLACK = 0.05

@@ -35,10 +35,10 @@ from overnight.night.testrun import confined, pytest_evidence
 from overnight.night.verdict import protection_for
 from overnight.night.worktree import changed_links, changes_between, links_of, tree_paths
 from overnight.process import run_command
-from overnight.report.result import VerifiedTask
 from overnight.sandbox.bwrap import Sandbox, SandboxUnavailable, build_sandbox, probe
 from overnight.sandbox.policy import resolve_paths
 from overnight.seams import ToolError
+from overnight.store.result import VerifiedTask
 from overnight.tools.shell import check_command
 
 OUTPUT_SHOWN = 300

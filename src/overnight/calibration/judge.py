@@ -31,11 +31,12 @@ from overnight.config.spec import check_model_settings, load_spec, spec_import_p
 from overnight.core.budget import BudgetFractions, Ledger
 from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.errors import BudgetRefused, ConfigError, InvalidModelOutput, RunError
+from overnight.messages.answers import DRIFT_TOOL
+from overnight.messages.types import ModelRequest, ModelResponse
 from overnight.models.gateway import KeptRecords, ModelGateway, NoEvents
 from overnight.models.providers import build_client
 from overnight.models.structured import ask_structured
-from overnight.models.types import ModelRequest, ModelResponse
-from overnight.night.prompts import DRIFT_TOOL, drift_request
+from overnight.night.prompts import drift_request
 from overnight.seams import ModelClient
 
 #: The default money cap of one calibration, in dollars.

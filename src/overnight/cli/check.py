@@ -29,7 +29,7 @@ from overnight.config.spec import Spec, load_spec
 from overnight.core.errors import ConfigError
 from overnight.core.resume import runs_pytest
 from overnight.core.text import printable
-from overnight.models.types import ModelRequest, ModelResponse
+from overnight.messages.types import ModelRequest, ModelResponse
 from overnight.night import worktree as ws
 from overnight.night.plugins import advise, installed_plugins, names_options, project_python
 from overnight.night.preflight import (
@@ -40,9 +40,10 @@ from overnight.night.preflight import (
     program_of,
     tool_programs,
 )
-from overnight.night.runs import default_runs_root, new_run_id, sandbox_policy
+from overnight.night.runs import new_run_id, sandbox_policy
 from overnight.night.startcheck import StartCheck, check_predicate
 from overnight.sandbox.policy import SandboxPolicy
+from overnight.store.rundir import default_runs_root
 from overnight.telemetry.setup import check_telemetry
 
 EXIT_SPEC = 64

@@ -383,7 +383,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from overnight.report.facts import read_extras
     from overnight.report.html import render_html
     from overnight.report.markdown import render_markdown
-    from overnight.report.result import TerminalResult
+    from overnight.store.result import TerminalResult
 
     path = args.run_dir / "result.json"
     if not (args.run_dir / "run.json").exists():
@@ -470,6 +470,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:
+    from overnight.config.prices import price_for
     from overnight.estimate import (
         SEED_EXAMPLE,
         estimate,
@@ -477,7 +478,6 @@ def cmd_estimate(args: argparse.Namespace) -> int:
         resolve_workload,
         workload_flags,
     )
-    from overnight.models.prices import price_for
 
     flags = workload_flags()
     overrides = {f.path: getattr(args, f.dest) for f in flags if getattr(args, f.dest) is not None}

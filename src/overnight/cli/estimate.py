@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from overnight.config.prices import price_for
 from overnight.config.spec import Spec
 from overnight.core.budget import Price
 from overnight.core.errors import ConfigError
@@ -14,7 +15,6 @@ from overnight.estimate.derivation import Estimate, estimate
 from overnight.estimate.from_spec import resolve_workload, spec_defaults
 from overnight.estimate.history import history_for, named_workloads
 from overnight.estimate.learned import Learned, NightPrices, Settings, learn
-from overnight.models.prices import price_for
 
 ASK_FOR_TASKS = (
     "the model plans this night's tasks and no recorded night of its workspace says how "

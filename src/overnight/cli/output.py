@@ -19,7 +19,7 @@ from overnight.core.endings import REOPENED_BY_REVIEW
 from overnight.core.text import clip, one_line, printable
 from overnight.night.events import Event, RunCreated
 from overnight.report.facts import spent_sentence
-from overnight.report.result import TerminalResult
+from overnight.store.result import TerminalResult
 
 #: The live panel is redrawn at most this often (seconds).
 PANEL_REDRAW_S = 0.25

@@ -21,9 +21,9 @@ from overnight.core.errors import ConfigError, WorkspaceError
 from overnight.core.text import printable
 from overnight.night import git
 from overnight.night.worktree import check_repository, git_common_dir
-from overnight.report.pull_request import AuditSaid, pr_body, pr_title
-from overnight.report.result import TerminalResult
+from overnight.report.pull_request import AuditFound, AuditSaid, pr_body, pr_title
 from overnight.store.atomic import write_atomic
+from overnight.store.result import TerminalResult
 from overnight.store.run_state import load_run_state
 from overnight.store.rundir import RunDir, read_json
 
@@ -178,9 +178,11 @@ def _verify_commands(rd: RunDir) -> dict[str, str]:
 def _audit(rd: RunDir) -> AuditSaid:
     """The audit of the run's records, without running any verify again: it only reads."""
     try:
-        return AuditSaid(audit_run(rd.path, rerun=False))
+        audit = audit_run(rd.path, rerun=False)
     except Exception as exc:  # whatever stops the audit, the body says it did not run
         return AuditSaid(None, f"the audit could not run: {exc}")
+    found = AuditFound(len(audit.checks), tuple(audit.disagreements), audit.rerun)
+    return AuditSaid(found)
 
 
 def push_env() -> dict[str, str]:

@@ -12,14 +12,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from overnight.audit.prices import table_from_record
+from overnight.config.price_record import table_from_record
+from overnight.config.prices import price_for
 from overnight.config.spec import PriceSpec, Spec
 from overnight.core.budget import Price, PriceTable, to_nanos
 from overnight.core.errors import ConfigError
-from overnight.estimate.history import facts_of_run
 from overnight.estimate.reprice import render_repricing, reprice_run
 from overnight.models.gateway import spend_totals
-from overnight.models.prices import price_for
+from overnight.night.workload_record import facts_of_run
 from overnight.store.journal import read_intact_records
 from overnight.store.rundir import RunDir, read_json
 

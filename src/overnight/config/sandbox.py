@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from overnight.core.errors import ConfigError
+from overnight.secrecy import is_secret_name
 
 SandboxMode = Literal["auto", "on", "off"]
 
@@ -89,8 +90,6 @@ class SandboxSpec(BaseModel):
     @field_validator("env")
     @classmethod
     def _plain_names(cls, value: list[str]) -> list[str]:
-        from overnight.process import is_secret_name
-
         for name in value:
             if not _ENV_NAME.match(name):
                 raise ConfigError(

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from overnight.core.drift import DriftVerdict
 from overnight.core.errors import ConfigError
-from overnight.night.prompts import DRIFT_TOOL, PLAN_TOOL, REPLAN_TOOL, PlanAnswer, ReplanAnswer
+from overnight.messages.answers import DRIFT_TOOL, PLAN_TOOL, REPLAN_TOOL, PlanAnswer, ReplanAnswer
 
 ScriptPurpose = Literal["plan", "execute", "replan", "drift", "compact", "summarize"]
 

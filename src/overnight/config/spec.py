@@ -27,16 +27,16 @@ from overnight.config.agent import AgentSpec
 from overnight.config.alerts import AlertsSpec
 from overnight.config.estimate import Workload
 from overnight.config.fleet import FleetSpec
+from overnight.config.prices import price_for
 from overnight.config.sandbox import SandboxSpec
 from overnight.config.script import Script, load_script
+from overnight.config.targets import import_roots
 from overnight.config.telemetry import TelemetrySpec
 from overnight.config.tools import BUILTIN_TOOLS, ToolsSpec
 from overnight.core.budget import BudgetFractions, Price, PriceTable
 from overnight.core.errors import ConfigError, SpecProblems
 from overnight.core.globs import GlobError, compile_glob
 from overnight.core.tasks import Task
-from overnight.models.prices import price_for
-from overnight.models.seam import import_roots
 
 #: Where model calls can go (see ``overnight.models.providers``).
 PROVIDERS = ("python", "anthropic", "openai", "openai-compatible", "script")

@@ -663,6 +663,34 @@ def reading(
     return BudgetReading(used, limit, stop_at, enforced, refused_at)
 
 
+def budget_readings(
+    ledger: Ledger,
+    fractions: BudgetFractions,
+    *,
+    steps: tuple[int, int | None],
+    seconds: tuple[float, float],
+    fleet: tuple[float, float] | None = None,
+) -> dict[str, BudgetReading]:
+    """Every budget's reading: money and tokens from ``ledger`` (with the amount a refused call
+    would have reached), ``steps`` and ``seconds`` as (used, limit), and the money ``fleet``
+    nights share as (spent, cap) when there is such a cap."""
+    refused = ledger.refused_at
+    readings = {
+        MONEY: reading(MONEY, ledger.spent_usd, ledger.limit_usd, fractions, refused.get(MONEY)),
+        TOKENS: reading(
+            TOKENS, ledger.tokens_used, ledger.limit_tokens, fractions, refused.get(TOKENS)
+        ),
+        STEPS: reading(STEPS, steps[0], steps[1], fractions),
+        SECONDS: reading(SECONDS, seconds[0], seconds[1], fractions),
+    }
+    if fleet is not None:
+        spent, cap = fleet
+        readings[FLEET_MONEY] = reading(
+            FLEET_MONEY, spent, cap, fractions, refused.get(FLEET_MONEY)
+        )
+    return readings
+
+
 Band = Literal["free", "notice", "finish"]
 
 

@@ -25,7 +25,8 @@ from overnight.core.text import clip
 from overnight.effects.ledger import REVIEW_MARK, UNSETTLED, review_outcome
 from overnight.effects.store import SqliteEffectStore
 from overnight.seams import EffectRow, EffectStore
-from overnight.store.rundir import RunDir, RunLock, read_json
+from overnight.store.index import indexed_runs
+from overnight.store.rundir import RunDir, RunLock, default_runs_root, read_json
 
 #: What a person found an effect of unknown outcome to have done.
 EffectVerdict = Literal["happened", "not_happened"]
@@ -63,9 +64,6 @@ def run_dirs(root: Path | None) -> list[RunDir]:
     """The runs under review: ``root`` (a run, or a folder of runs); None: every run of the
     index plus those in ``$OVERNIGHT_HOME/runs``."""
     if root is None:
-        from overnight.night.runs import default_runs_root
-        from overnight.store.index import indexed_runs
-
         found = {r.path.absolute(): RunDir(r.path) for r in indexed_runs()}
         for rd in run_dirs(default_runs_root()):
             found.setdefault(rd.path.absolute(), rd)

@@ -19,8 +19,8 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Any
 
 from overnight.core.budget import Price, to_usd
-from overnight.estimate.facts import WorkloadFacts, main_model
 from overnight.estimate.rebill import CachePolicy, Rebilled, rebill, recorded_policy
+from overnight.night.workload import WorkloadFacts, main_model
 
 TRIALS = 4000
 SEED = 20261205

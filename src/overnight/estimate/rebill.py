@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from overnight.core.budget import Price, Usage, to_nanos
-from overnight.estimate.facts import CallFacts, WorkloadFacts
+from overnight.night.workload import CallFacts, WorkloadFacts
 
 CachePolicy = Literal["off", "5m", "1h"]
 TTL_SECONDS: dict[str, float] = {"5m": 300.0, "1h": 3600.0}

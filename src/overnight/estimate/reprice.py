@@ -8,8 +8,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from overnight.core.budget import Price, to_usd
-from overnight.estimate.facts import CallFacts, WorkloadFacts, main_model
 from overnight.estimate.rebill import CachePolicy, is_exact, rebill, recorded_policy
+from overnight.night.workload import CallFacts, WorkloadFacts, main_model
 
 
 @dataclass(frozen=True)

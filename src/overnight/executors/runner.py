@@ -49,8 +49,13 @@ from overnight.core.ignore import Rule, decide, parse_rules
 from overnight.core.tasks import Task
 from overnight.executors.events import Reader, Said, reader_for, short
 from overnight.executors.preflight import QUIET_ENV, CliFound
-from overnight.night.testrun import WithAdditions
-from overnight.process import CommandResult, Confinement, run_command, scrubbed_env
+from overnight.process import (
+    CommandResult,
+    Confinement,
+    WithAdditions,
+    run_command,
+    scrubbed_env,
+)
 from overnight.proxy import bridge
 from overnight.sandbox.view import SANDBOX_HOME
 from overnight.seams import ExecContext, ExecResult, ModelAccess

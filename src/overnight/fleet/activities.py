@@ -48,8 +48,8 @@ from overnight.fleet.workflow import CARRY_OUT, GIVE_UP, REGISTER
 from overnight.night.compose import Shared
 from overnight.night.runs import end_run
 from overnight.night.signals import Signals
-from overnight.report.result import TerminalResult
 from overnight.seams import FenceLost
+from overnight.store.result import TerminalResult
 from overnight.store.rundir import RunDir
 
 #: Stop reasons a worker's own shutdown, or its watchdogs, give a night: another delivery

@@ -1,2 +1,2 @@
-"""The model seam: request and response types, the adapters, prices, and the gateway that
-puts the ledger in front of every call."""
+"""The model seam: the adapters and the gateway that puts the ledger in front of every call.
+The request and response types are ``overnight.messages``; prices, ``overnight.config.prices``."""

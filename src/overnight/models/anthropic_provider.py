@@ -6,7 +6,7 @@ default (``messages.stream``); ``stream=False`` uses ``messages.create``. A requ
 ``task_budget_tokens`` goes to the beta Messages API with the task-budget beta header.
 
 Only text and ``tool_use`` blocks come back as content; thinking and server-tool blocks are
-left out of the content, but their tokens are in the usage, which ``overnight.models.usage``
+left out of the content, but their tokens are in the usage, which ``overnight.messages.usage``
 reads from the raw ``usage`` objects (for a stream: ``message_start`` and ``message_delta``).
 
 Everything that reads an answer (a stream being consumed, a message being converted) runs in
@@ -22,8 +22,7 @@ from typing import Any, cast
 import anthropic
 
 from overnight.core.budget import Usage
-from overnight.models.provider_errors import ProviderError, reading_answer, translate
-from overnight.models.types import (
+from overnight.messages.types import (
     ContentBlock,
     ModelRequest,
     ModelResponse,
@@ -32,7 +31,8 @@ from overnight.models.types import (
     ThinkingBlock,
     ToolUseBlock,
 )
-from overnight.models.usage import UsageRecord, from_anthropic, from_anthropic_stream
+from overnight.messages.usage import UsageRecord, from_anthropic, from_anthropic_stream
+from overnight.models.provider_errors import ProviderError, reading_answer, translate
 
 TASK_BUDGET_BETA = "task-budgets-2026-03-13"
 PROVIDER = "anthropic"
@@ -193,7 +193,7 @@ def _converted(message: Any) -> ModelResponse:
 
 def _streamed(manager: Any) -> ModelResponse:
     """Consume a (standard or beta) message stream, keeping the raw ``message_start`` and
-    final ``message_delta`` usage for ``overnight.models.usage`` to merge. Entering the manager
+    final ``message_delta`` usage for ``overnight.messages.usage`` to merge. Entering the manager
     sends the request (an error status is raised there, unbilled); what fails after that, while
     the answer streams in, may have been billed."""
     start: dict[str, object] | None = None

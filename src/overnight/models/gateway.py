@@ -50,14 +50,14 @@ from overnight.core.errors import (
     RunError,
     UnreadableAnswer,
 )
-from overnight.models.provider_errors import NotSent, ProviderError
-from overnight.models.retry import MeteredClient
-from overnight.models.types import (
+from overnight.messages.types import (
     ModelRequest,
     ModelResponse,
     coerce_response,
     estimate_input_tokens,
 )
+from overnight.models.provider_errors import NotSent, ProviderError
+from overnight.models.retry import MeteredClient
 from overnight.seams import ModelClient, SharedCap
 
 

@@ -12,15 +12,15 @@ from openai.types.responses import Response
 
 from overnight.core.budget import Usage
 from overnight.core.errors import ModelCallFailed
-from overnight.models.provider_errors import ProviderError
-from overnight.models.types import (
+from overnight.messages.types import (
     ContentBlock,
     ModelRequest,
     ModelResponse,
     TextBlock,
     ToolUseBlock,
 )
-from overnight.models.usage import from_openai_chat, from_openai_responses
+from overnight.messages.usage import from_openai_chat, from_openai_responses
+from overnight.models.provider_errors import ProviderError
 
 CHAT_STOP = {
     "tool_calls": "tool_use",

@@ -30,6 +30,7 @@ import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
 from openai.types.responses import Response, ResponseInputParam, ToolParam
 
+from overnight.messages.types import ModelRequest, ModelResponse
 from overnight.models.openai_convert import (
     chat_messages,
     chat_tools,
@@ -43,7 +44,6 @@ from overnight.models.openai_convert import (
     system_text,
 )
 from overnight.models.provider_errors import ProviderError, reading_answer, translate
-from overnight.models.types import ModelRequest, ModelResponse
 
 Api = Literal["chat", "responses"]
 

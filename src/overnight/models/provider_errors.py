@@ -37,8 +37,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from overnight.core.budget import Usage
-from overnight.process import secret_values
-from overnight.secrecy import SecretScan
+from overnight.secrecy import SecretScan, secret_values
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 

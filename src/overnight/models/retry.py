@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from overnight.core.errors import DependencyUnavailable, ModelCallFailed
+from overnight.messages.types import ModelRequest, ModelResponse
 from overnight.models.provider_errors import ProviderError
-from overnight.models.types import ModelRequest, ModelResponse
 from overnight.seams import Clock, ModelClient
 
 

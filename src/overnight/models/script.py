@@ -18,7 +18,7 @@ import threading
 
 from overnight.config.script import ANSWER_TOOLS, Script, ToolCall, Turn
 from overnight.core.budget import Usage
-from overnight.models.types import (
+from overnight.messages.types import (
     ContentBlock,
     ModelRequest,
     ModelResponse,

@@ -14,14 +14,9 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from overnight.core.errors import InvalidModelOutput
-from overnight.models.types import ModelRequest, ModelResponse, ToolSpec
+from overnight.messages.types import ModelRequest, ModelResponse
 
 M = TypeVar("M", bound=BaseModel)
-
-
-def answer_tool(name: str, description: str, schema: type[BaseModel]) -> ToolSpec:
-    """The tool a model calls to hand in a structured answer."""
-    return ToolSpec(name=name, description=description, input_schema=schema.model_json_schema())
 
 
 def _json_object_in(text: str) -> dict[str, Any] | None:

@@ -13,19 +13,27 @@ from typing import Any
 
 from overnight.agent.loop import AgentExecutor
 from overnight.config.spec import ModelSpec, Spec
+from overnight.config.targets import import_roots, resolve_target
 from overnight.core.budget import Ledger
 from overnight.core.candidate import rules_for
 from overnight.core.errors import ConfigError
+from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.effects.store import SqliteEffectStore
 from overnight.models.gateway import ModelGateway, spend_totals
 from overnight.models.providers import build_client
-from overnight.models.seam import import_roots, resolve_target
-from overnight.night.executors import TaskExecutors
+from overnight.night.attempts import Attempts, TaskExecutors
+from overnight.night.checkouts import Checkouts
+from overnight.night.commands import NightCommands
+from overnight.night.effect_holds import EffectHolds
+from overnight.night.ending import NightEnding
+from overnight.night.judging import Judge
 from overnight.night.outage import OutageBoard
 from overnight.night.outputs import load_outputs
+from overnight.night.planner import Planner
 from overnight.night.signals import Signals, sleep_until_stopped
 from overnight.night.timer import RunTimer
+from overnight.night.verdict import Verdicts
 from overnight.night.worktree import Worktree
 from overnight.proxy.access import NightProxy
 from overnight.sandbox.policy import SandboxPolicy
@@ -111,6 +119,25 @@ class NightParts:
     """Asked before every write that matters (``Shared.fence``; none on one machine)."""
     proxy: NightProxy | None = None
     """The metering proxy a CLI agent reaches its model through; None for other executors."""
+    hands: NightHands = field(init=False)
+    """The collaborators built over these parts (``hands_for``)."""
+
+
+@dataclass
+class NightHands:
+    """The collaborators a ``Night`` works through, built over its parts: the commands it
+    runs, the checkouts its checks run in, the verdict, the judging and landing of a task,
+    the holds for effects of unknown outcome, the attempts at tasks with their executors,
+    the planner (None without a model), and the end."""
+
+    commands: NightCommands
+    attempts: Attempts
+    checkouts: Checkouts
+    verdicts: Verdicts
+    judge: Judge
+    holds: EffectHolds
+    planner: Planner | None
+    ending: NightEnding
 
 
 def compose(
@@ -120,6 +147,8 @@ def compose(
     clock: Clock,
     signals: Signals,
     *,
+    goal: Goal,
+    expected_goal_sha: str,
     model: ModelClient | None = None,
     executor: TaskExecutor | None = None,
     sandbox: SandboxPolicy | None = None,
@@ -129,7 +158,8 @@ def compose(
     """The parts of one night from its spec. ``model`` and ``executor``, when given, replace
     the spec's (tests and embedders hand in theirs). ``spend_readable`` False: the spend
     journal is not read (a resume that must refuse a corrupt run may not be able to).
-    ``shared``: what a fleet shares between nights (its effects ledger, its money cap)."""
+    ``shared``: what a fleet shares between nights (its effects ledger, its money cap).
+    ``goal`` is the run's, ``expected_goal_sha`` the hash its manifest recorded."""
     shared = shared or Shared()
     fractions = spec.budget.fractions()
     timer = RunTimer(clock, state.seconds_used, spec.budget.hours, fractions)
@@ -187,7 +217,7 @@ def compose(
                 confine=lambda: policy.confinement(agent_worked=True, tool=True),
             )
             executor = AgentExecutor(spec.agent, toolbox if tap is None else tap.tools(toolbox))
-    return NightParts(
+    parts = NightParts(
         timer=timer,
         ledger=ledger,
         spend=spend,
@@ -209,6 +239,77 @@ def compose(
         content=tap,
         fence=fence,
     )
+    parts.hands = hands_for(spec, run_dir, state, goal, expected_goal_sha, signals, parts)
+    return parts
+
+
+def hands_for(
+    spec: Spec,
+    run_dir: RunDir,
+    state: RunState,
+    goal: Goal,
+    expected_goal_sha: str,
+    signals: Signals,
+    parts: NightParts,
+) -> NightHands:
+    """The collaborators of one night over its ``parts``."""
+    timer, trace = parts.timer, parts.trace
+    commands = NightCommands(
+        spec, run_dir, state, parts.sandbox, signals, trace, timer.seconds_left
+    )
+    runs = (commands.run, commands.confinement, commands.log_name)
+    checkouts = Checkouts(spec, parts.worktree, trace, *runs)
+    verdicts = Verdicts(
+        spec, state, parts.worktree, checkouts.clean, trace, *runs, timer.seconds_left
+    )
+    judge = Judge(
+        state,
+        run_dir,
+        parts.worktree,
+        checkouts,
+        verdicts,
+        trace,
+        parts.fence,
+        commands.log_name,
+        parts.effects,
+    )
+    planner = None
+    if parts.gateway is not None:
+        planner = Planner(
+            spec, state, goal, expected_goal_sha, parts.gateway, trace, timer.seconds_used
+        )
+    ending = NightEnding(
+        spec,
+        state,
+        goal,
+        run_dir,
+        parts.ledger,
+        trace,
+        parts.effects,
+        parts.sandbox,
+        parts.worktree,
+        timer.clock,
+        parts.fence,
+        started_at=timer.clock.now_iso(),
+    )
+    holds = judge.holds
+    attempts = Attempts(
+        parts.executors,
+        state,
+        run_dir,
+        spec.model.name if spec.model else "",
+        parts.gateway,
+        parts.ledger,
+        parts.effects,
+        holds,
+        verdicts,
+        commands,
+        parts.proxy,
+        signals,
+        timer,
+        trace,
+    )
+    return NightHands(commands, attempts, checkouts, verdicts, judge, holds, planner, ending)
 
 
 def _spec_model(

@@ -35,11 +35,14 @@ from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.core.tasks import ParkedTask
 from overnight.core.text import clip
+from overnight.messages.types import estimate_input_tokens
 from overnight.models.gateway import EventSink, ModelGateway, SpendTotals, spend_totals
-from overnight.models.types import estimate_input_tokens
 from overnight.night.alerts import send_alert
 from overnight.night.prompts import summary_request
-from overnight.report.result import (
+from overnight.sandbox.identity import Identity
+from overnight.secrecy import secret_values
+from overnight.store.journal import read_intact_records, read_journal
+from overnight.store.result import (
     Branch,
     BudgetBlock,
     Budgets,
@@ -59,10 +62,8 @@ from overnight.report.result import (
     VerifiedTask,
     Wrapup,
 )
-from overnight.sandbox.identity import Identity
-from overnight.store.journal import read_intact_records, read_journal
 from overnight.store.rundir import RunDir, write_json_atomic
-from overnight.store.trace import redact, secret_values
+from overnight.store.trace import redact
 
 DEFAULT_MESSAGES: dict[Ending, str] = {
     Ending.GOAL_MET: "the goal predicate passed",

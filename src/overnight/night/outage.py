@@ -17,8 +17,9 @@ from pathlib import Path
 from overnight.core.errors import DiskFull
 from overnight.models.retry import Outage
 from overnight.seams import Clock
+from overnight.secrecy import secret_values
 from overnight.store.rundir import write_json_atomic
-from overnight.store.trace import Trace, redact, secret_values
+from overnight.store.trace import Trace, redact
 
 
 class OutageBoard:

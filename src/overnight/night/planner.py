@@ -16,15 +16,17 @@ from overnight.core.errors import InvalidModelOutput
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.core.tasks import ParkedTask, Task
-from overnight.models.gateway import EventSink, ModelGateway
-from overnight.models.structured import ask_structured
-from overnight.night.prompts import (
+from overnight.messages.answers import (
     DRIFT_TOOL,
     PLAN_TOOL,
     REPLAN_TOOL,
     PlanAnswer,
     PlannedTask,
     ReplanAnswer,
+)
+from overnight.models.gateway import EventSink, ModelGateway
+from overnight.models.structured import ask_structured
+from overnight.night.prompts import (
     automation_lines,
     drift_request,
     plan_request,

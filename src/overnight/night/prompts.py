@@ -9,60 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
-from overnight.core.drift import DriftVerdict
 from overnight.core.tasks import Task
-from overnight.core.text import control_characters
-from overnight.models.structured import answer_tool
-from overnight.models.types import ModelRequest, Purpose, ToolSpec
-
-
-class PlannedTask(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    id: str = Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_.:-]+$")
-    title: str
-    brief: str = Field(min_length=1)
-    verify: str = Field(min_length=1)
-    """A read-only shell check: exit 0 done, 1 not done, other partially applied."""
-    value: float = 0.0
-    mechanical: bool = False
-
-    @field_validator("title")
-    @classmethod
-    def _one_plain_line(cls, value: str) -> str:
-        bad = control_characters(value, newlines=False)
-        if bad:
-            raise ValueError(f"a title is one line of plain text; it holds {bad[0]!r}")
-        return value
-
-    @field_validator("brief")
-    @classmethod
-    def _plain_text(cls, value: str) -> str:
-        bad = control_characters(value, newlines=True)
-        if bad:
-            raise ValueError(f"write plain text: it holds the control character {bad[0]!r}")
-        return value
-
-
-class PlanAnswer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    reasoning: str
-    tasks: list[PlannedTask] = Field(min_length=1)
-
-
-class ReplanAnswer(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    reasoning: str
-    add: list[PlannedTask]
-
-
-PLAN_TOOL = answer_tool("submit_plan", "Hand in the task queue.", PlanAnswer)
-REPLAN_TOOL = answer_tool("submit_replan", "Hand in the tasks to add (may be empty).", ReplanAnswer)
-DRIFT_TOOL = answer_tool("submit_drift_verdict", "Hand in the drift verdict.", DriftVerdict)
+from overnight.messages.answers import DRIFT_TOOL, PLAN_TOOL, REPLAN_TOOL, PlannedTask
+from overnight.messages.types import ModelRequest, Purpose, ToolSpec
 
 DRIFT_SYSTEM = (
     "You audit an unattended run. You are shown the goal it was given and the tasks it now "

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from overnight.audit.prices import price_record
 from overnight.clock import SystemClock
+from overnight.config.price_record import price_record
 from overnight.config.spec import Spec
 from overnight.core.budget import loosened
 from overnight.core.endings import REOPENED_BY_REVIEW, Ending, Stop
@@ -21,7 +21,6 @@ from overnight.core.errors import CheckpointCorrupt, ConfigError, GoalMutated
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.effects.ledger import UNSETTLED
-from overnight.estimate.history import record_run_workload
 from overnight.night import worktree as ws
 from overnight.night.compose import NightParts, Shared, compose, open_effects
 from overnight.night.night import Night
@@ -29,18 +28,19 @@ from overnight.night.outputs import load_outputs, save_outputs
 from overnight.night.preflight import check_sandbox, sealed_places
 from overnight.night.signals import Signals
 from overnight.night.startcheck import StartCheck, check_predicate
-from overnight.report.result import TerminalResult
+from overnight.night.workload_record import record_run_workload
 from overnight.sandbox.policy import SandboxPolicy, make_sandbox
 from overnight.seams import Clock, ModelClient, TaskExecutor
 from overnight.store.atomic import open_private, private_dir
 from overnight.store.index import register
 from overnight.store.journal import read_journal
+from overnight.store.result import TerminalResult
 from overnight.store.run_state import RunStateStore, check_formats, load_run_state
 from overnight.store.rundir import (
     DISK_RESERVE_BYTES,
     RunDir,
     RunLock,
-    overnight_home,
+    default_runs_root,
     read_json,
     write_json_atomic,
 )
@@ -49,10 +49,6 @@ from overnight.telemetry.setup import check_telemetry, listening, open_spans
 
 if TYPE_CHECKING:
     from overnight.telemetry.spans import NightSpans
-
-
-def default_runs_root() -> Path:
-    return overnight_home() / "runs"
 
 
 def new_run_id() -> str:
@@ -153,7 +149,7 @@ def _night_spans(spec: Spec, night: Night, parts: NightParts) -> NightSpans | No
         tap=parts.content,
     )
     if spans is not None:
-        night.trace_context = spans.tool_call_context
+        night.attempts.trace_context = spans.tool_call_context
     return spans
 
 
@@ -196,12 +192,14 @@ def start_run(
             state,
             clock,
             signals,
+            goal=goal,
+            expected_goal_sha=goal.sha256,
             model=model,
             executor=executor,
             sandbox=policy,
             shared=shared,
         )
-        night = Night(spec, rd, state, goal, goal.sha256, signals, parts)
+        night = Night(spec, rd, state, goal, signals, parts)
         spans = _night_spans(spec, night, parts)
         night.trace.listener = listening(listener, spans)
         for note in [*notes, *state.start_notes]:
@@ -280,20 +278,21 @@ def resume_run(
         if state.stopped_reason is not None:
             _reopen(rd, state, _reviewed(spec, rd, state, shared))
         state.resumes += 1
+        run_goal, expected_sha = Goal(state.goal_text), str(manifest["goal_sha256"])
         parts = compose(
             spec,
             rd,
             state,
             clock,
             signals,
+            goal=run_goal,
+            expected_goal_sha=expected_sha,
             model=model,
             executor=executor,
             sandbox=policy,
             shared=shared,
         )
-        night = Night(
-            spec, rd, state, Goal(state.goal_text), str(manifest["goal_sha256"]), signals, parts
-        )
+        night = Night(spec, rd, state, run_goal, signals, parts)
         try:
             night.goal.assert_intact(goal.sha256)
         except GoalMutated as exc:
@@ -329,8 +328,18 @@ def end_run(
         )
         signals = Signals()
         policy = SandboxPolicy(spec.sandbox.mode, None)  # nothing runs
-        parts = compose(spec, rd, state, clock, signals, sandbox=policy, shared=shared)
-        night = Night(spec, rd, state, goal, goal.sha256, signals, parts)
+        parts = compose(
+            spec,
+            rd,
+            state,
+            clock,
+            signals,
+            goal=goal,
+            expected_goal_sha=goal.sha256,
+            sandbox=policy,
+            shared=shared,
+        )
+        night = Night(spec, rd, state, goal, signals, parts)
         _archive_result(rd)
         state.stopped_reason = None
         night.refuse(stop)
@@ -464,9 +473,18 @@ def _refuse(
         run_id=run_id, goal_text=goal.text, goal_sha=goal.sha256, branch=branch, base_commit=""
     )
     parts = compose(
-        spec, rd, placeholder, clock, signals, model=model, spend_readable=False, shared=shared
+        spec,
+        rd,
+        placeholder,
+        clock,
+        signals,
+        goal=goal,
+        expected_goal_sha=goal.sha256,
+        model=model,
+        spend_readable=False,
+        shared=shared,
     )
-    night = Night(spec, rd, placeholder, goal, goal.sha256, signals, parts)
+    night = Night(spec, rd, placeholder, goal, signals, parts)
     _archive_result(rd)  # keep what an earlier process concluded
     night.refuse(Stop(Ending.UNRECOVERABLE_ERROR, cause, detail))
     return _drive(night)

@@ -27,7 +27,7 @@ import shlex
 import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import IO, Any
@@ -35,7 +35,7 @@ from typing import IO, Any
 from overnight.core.errors import WorkspaceError
 from overnight.core.evidence import RunReport, Unreadable, read_run
 from overnight.night import git
-from overnight.process import Confinement, scrubbed_env
+from overnight.process import Confinement, WithAdditions, scrubbed_env
 
 #: Lines longer than this are not the reporter's: it bounds every line it writes (a long
 #: node id is written as a prefix and a digest, other text is cut) well below this.
@@ -200,32 +200,6 @@ def placed(
     if confine is not None:
         return confined(confine, roots, evidence, extra), None
     return None, check_env(scrubbed_env(), roots, evidence, extra)
-
-
-@dataclass(frozen=True)
-class WithAdditions:
-    """A confinement whose commands also get ``env`` and see ``files`` (read-only)."""
-
-    inner: Confinement
-    additions: Mapping[str, str] = field(default_factory=dict)
-    files: tuple[Path, ...] = ()
-
-    @property
-    def env(self) -> Mapping[str, str]:
-        return {**self.inner.env, **self.additions}
-
-    def command(
-        self,
-        argv: Sequence[str],
-        *,
-        cwd: Path,
-        info_fd: int | None = None,
-        files: Sequence[Path] = (),
-    ) -> list[str]:
-        return self.inner.command(argv, cwd=cwd, info_fd=info_fd, files=[*files, *self.files])
-
-    def release(self, cwd: Path) -> None:
-        self.inner.release(cwd)
 
 
 def confined(

@@ -51,16 +51,17 @@ OUTPUT_TAIL = 2000
 @dataclass(frozen=True)
 class Screen:
     """What an agent task's candidate changes that no verify may judge: what judges the work
-    (``judged``: path and sentence), what runs by itself beyond what the spec allows
-    (``blocked``), and what runs by itself that the spec allows (``allowed``: it lands)."""
+    (``judging_changes``: path and sentence), what runs by itself beyond what the spec allows
+    (``automation_refused``), and what runs by itself that the spec allows
+    (``automation_allowed``: it lands)."""
 
-    judged: list[tuple[str, str]] = field(default_factory=list)
-    blocked: list[AutomationChange] = field(default_factory=list)
-    allowed: list[AutomationChange] = field(default_factory=list)
+    judging_changes: list[tuple[str, str]] = field(default_factory=list)
+    automation_refused: list[AutomationChange] = field(default_factory=list)
+    automation_allowed: list[AutomationChange] = field(default_factory=list)
 
     @property
     def landed_automation(self) -> list[str]:
-        return [a.path for a in self.allowed]
+        return [a.path for a in self.automation_allowed]
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,17 @@ class Verdicts:
         told = clip(placed_output(result, self.places), OUTPUT_TAIL)
         detail = f"{self.places(why)}: {told}".strip()
         return Verdict(outcome, detail, cannot_run, evidence)
+
+    def night_predicate(self) -> PredicateRecord:
+        """The goal predicate's verdict for the night: the start check's, on the base commit,
+        stands for the night's first run (counted as its policy ran it); any other, a run
+        (``predicate``)."""
+        first = self.state.last_predicate
+        if first is not None and first.at_start and self.worktree.head() == self.state.base_commit:
+            self.confinement()  # counted as its policy ran it, sandboxed or not
+            self.trace.event("tool_call", **predicate_fields(first), from_start_check=True)
+            return first.model_copy(update={"at_start": False})
+        return self.predicate()
 
     def predicate(self) -> PredicateRecord:
         """Run the goal predicate on a clean checkout of the branch, bounded by the time left;

@@ -29,9 +29,9 @@ from overnight.core.budget import (
     to_usd,
 )
 from overnight.core.errors import BudgetRefused, ConfigError
+from overnight.messages.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
 from overnight.models.gateway import CallMeter, ModelGateway
 from overnight.models.provider_errors import ProviderError
-from overnight.models.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
 from overnight.proxy.metering import Answered, Api, Asked, Attempt, Refused
 
 #: Below this, an answer is too short to be worth its input: the request is refused.

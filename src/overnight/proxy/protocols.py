@@ -2,7 +2,7 @@
 asks for (``Asked``), how its body is rewritten before it is forwarded, the provider's own
 error shapes, and what an answer says of itself (``Answered``), whole or streamed.
 
-The usage figures are read by ``overnight.models.usage`` and nowhere here.
+The usage figures are read by ``overnight.messages.usage`` and nowhere here.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from overnight.core.budget import Usage
-from overnight.models.usage import (
+from overnight.messages.usage import (
     NO_USAGE_WARNING,
     UsageRecord,
     from_anthropic,

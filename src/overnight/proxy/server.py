@@ -23,11 +23,10 @@ from typing import Any
 
 import httpx2
 
-from overnight.process import secret_values
 from overnight.proxy.metering import Meter
 from overnight.proxy.protocols import Family
 from overnight.proxy.relay import Handler, Upstream
-from overnight.secrecy import SecretScan
+from overnight.secrecy import SecretScan, secret_values
 
 __all__ = ["MeteringProxy", "Upstream", "Upstreams", "new_token", "upstreams_from_env"]
 

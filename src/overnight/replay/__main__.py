@@ -7,7 +7,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from overnight.cli.demo import run_demo
+from overnight import api
+from overnight.demo import start_demo
 from overnight.replay.run import SHIPPED, save_recording
 
 
@@ -17,9 +18,11 @@ def main() -> int:
     # paths relative or as placeholders before it cuts what a model is shown)
     where = base / ("x" * 100)
     try:
-        code = run_demo(where, quiet=True, example=SHIPPED)
-        if code != 0:
-            return code
+        _, _, spec = start_demo(where, SHIPPED)
+        result = api.run(spec, run_dir=where / "run")
+        print(f"ending:  {result.stop_reason} ({result.status}, exit {result.exit_code})")
+        if result.exit_code != 0:
+            return int(result.exit_code)
         target = Path(__file__).parent / "recordings" / SHIPPED
         save_recording(where / "run", target, SHIPPED)
         print(f"recorded the {SHIPPED} demo night into {target}")

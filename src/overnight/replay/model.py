@@ -19,8 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from overnight.models.types import ModelRequest, ModelResponse
-from overnight.process import secret_values
+from overnight.messages.types import ModelRequest, ModelResponse
+from overnight.secrecy import secret_values
 from overnight.store.answers import masked, request_key, request_record
 
 DivergenceKind = Literal["request", "tool_result", "extra_call", "unrecorded", "verdict"]

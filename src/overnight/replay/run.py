@@ -24,6 +24,7 @@ from typing import Any
 from overnight import api
 from overnight.config.spec import Spec
 from overnight.core.errors import ConfigError
+from overnight.demo import prepare_example
 from overnight.night import git
 from overnight.night.preflight import check_command_programs, check_programs, check_sandbox_programs
 from overnight.replay.model import Divergence, ReplayModel
@@ -194,8 +195,6 @@ def _format_note(rec: Recording) -> tuple[str, ...]:
 def _workspace(rec: Recording, into: Path) -> Path:
     copy = into.absolute() / "workspace"
     if rec.example is not None:
-        from overnight.cli.demo import prepare_example
-
         made = prepare_example(into, rec.example)
         if made != copy:
             made.rename(copy)

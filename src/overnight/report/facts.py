@@ -17,13 +17,6 @@ from overnight.core.budget import BudgetFractions
 from overnight.core.drift import DRIFT_PRUNE_ABOVE
 from overnight.core.endings import DRIFT_HALT_ABOVE
 from overnight.core.text import clip
-from overnight.report.result import (
-    BudgetBlock,
-    PredicateBlock,
-    ResultWarning,
-    TerminalResult,
-    VerifiedTask,
-)
 from overnight.report.view import (
     AutomationLanded,
     BillingWarning,
@@ -48,6 +41,13 @@ from overnight.report.view import (
     TaskFacts,
     VerifiedRow,
     WorkFacts,
+)
+from overnight.store.result import (
+    BudgetBlock,
+    PredicateBlock,
+    ResultWarning,
+    TerminalResult,
+    VerifiedTask,
 )
 from overnight.store.run_state import load_run_state
 

@@ -13,7 +13,6 @@ from collections.abc import Iterable
 from overnight.report.charts import drift_chart, gauge_bar, mark_text, spend_chart
 from overnight.report.charts import esc as e
 from overnight.report.facts import ReportExtras, fmt_share, report_facts
-from overnight.report.result import TerminalResult
 from overnight.report.view import (
     BudgetRow,
     DriftFacts,
@@ -28,6 +27,7 @@ from overnight.report.view import (
     TaskFacts,
     WorkFacts,
 )
+from overnight.store.result import TerminalResult
 
 #: A second, zoomed spend chart is drawn when the spend stayed under this share of the limit.
 ZOOM_BELOW = 0.25

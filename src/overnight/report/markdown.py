@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from overnight.core.text import md_code, md_escape, md_fence, printable
 from overnight.report.facts import ReportExtras, report_facts
-from overnight.report.result import TerminalResult
 from overnight.report.view import BudgetRow, ReportFacts, SpendFacts
+from overnight.store.result import TerminalResult
 
 #: Up to this many model calls, the spend curve is listed point by point.
 CURVE_POINTS_LISTED = 30

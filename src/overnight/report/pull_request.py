@@ -12,11 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from overnight.audit.model import Audit
 from overnight.core.text import ELLIPSIS, md_code, md_escape, md_fence, one_line, printable
 from overnight.report.facts import fmt_share, fmt_usd, report_facts
-from overnight.report.result import TerminalResult
 from overnight.report.view import ParkedRow, VerifiedRow
+from overnight.store.result import TerminalResult
 
 #: Tasks listed one by one in each section; the others are counted. GitHub refuses a body of
 #: more than 65,536 characters, and a reviewer reads the first few dozen anyway.
@@ -28,10 +27,26 @@ TITLE_GOAL = 60
 
 
 @dataclass(frozen=True)
-class AuditSaid:
-    """What became of the audit of the run's records: its result, or why there is none."""
+class AuditFound:
+    """What an audit of the run's records found, as the body tells it (the caller audits)."""
 
-    audit: Audit | None
+    checks: int
+    """How many checks the audit made."""
+    disagreements: tuple[str, ...]
+    """The names of the checks that disagree, in order."""
+    rerun: bool
+    """Whether each verified task's verify was run again."""
+
+    @property
+    def agrees(self) -> bool:
+        return not self.disagreements
+
+
+@dataclass(frozen=True)
+class AuditSaid:
+    """What became of the audit of the run's records: what it found, or why there is none."""
+
+    audit: AuditFound | None
     why_not: str = ""
 
 
@@ -93,10 +108,10 @@ def _audit(said: AuditSaid, run_id: str) -> str:
         why = f" ({md_escape(said.why_not)})" if said.why_not else ""
         return f"Not audited{why}: run {again}."
     if audit.agrees:
-        head = f"All {len(audit.checks)} checks agree"
+        head = f"All {audit.checks} checks agree"
     else:
         names = ", ".join(md_code(name) for name in audit.disagreements)
-        head = f"**{len(audit.disagreements)} of {len(audit.checks)} checks DISAGREE** ({names})"
+        head = f"**{len(audit.disagreements)} of {audit.checks} checks DISAGREE** ({names})"
     text = (
         f"{head}: the stop reason, budgets, money, branch, commits and effects recomputed "
         "from the run's raw files and the repository, without trusting result.json."

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from overnight.core.errors import DiskFull
-from overnight.models.types import ModelRequest, ModelResponse
-from overnight.process import secret_values
+from overnight.messages.types import ModelRequest, ModelResponse
+from overnight.secrecy import secret_values
 from overnight.store.journal import Journal
 from overnight.store.trace import redact, replaced
 

@@ -6,7 +6,7 @@ stand wherever a run directory is asked for, ``overnight list`` show them all, a
 read is skipped (the index is a convenience; each run directory stays its own record).
 
 At every ending a second line, ``kind`` ``workload``, carries the run's workload facts
-(``overnight.estimate.facts``): what ``overnight estimate`` learns a night's cost from.
+(``overnight.night.workload``): what ``overnight estimate`` learns a night's cost from.
 """
 
 from __future__ import annotations

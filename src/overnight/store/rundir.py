@@ -35,6 +35,11 @@ def overnight_home() -> Path:
     return Path(home).expanduser().absolute() if home else Path.home() / ".overnight"
 
 
+def default_runs_root() -> Path:
+    """Where a run's directory is made when none is named: ``$OVERNIGHT_HOME/runs``."""
+    return overnight_home() / "runs"
+
+
 class RunDir:
     def __init__(self, path: Path) -> None:
         self.path = path

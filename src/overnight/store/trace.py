@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from overnight.core.errors import DiskFull
-from overnight.process import secret_values
+from overnight.secrecy import secret_values
 from overnight.store.journal import Journal
 
 REDACTED = "[redacted]"
 
-__all__ = ["REDACTED", "Trace", "redact", "secret_values"]
+__all__ = ["REDACTED", "Trace", "redact"]
 
 
 def replaced(value: Any, pairs: Sequence[tuple[str, str]]) -> Any:

@@ -12,10 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from overnight.messages.types import ModelRequest, ModelResponse, ToolSpec
 from overnight.models.retry import AttemptMeter, MeteredClient
-from overnight.models.types import ModelRequest, ModelResponse, ToolSpec
 from overnight.seams import ModelClient, ToolContext, ToolOutcome, ToolSet
-from overnight.store.trace import redact, secret_values
+from overnight.secrecy import secret_values
+from overnight.store.trace import redact
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import NonRecordingSpan, Span, SpanContext, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from overnight.report.result import TerminalResult
+from overnight.store.result import TerminalResult
 from overnight.telemetry import attributes as attrs
 from overnight.telemetry.content import ContentTap
 from overnight.version import __version__

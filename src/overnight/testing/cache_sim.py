@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from overnight.core.budget import Usage
-from overnight.models.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
+from overnight.messages.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
 
 TTL_S = {"5m": 300.0, "1h": 3600.0}
 LOOKBACK = 20

@@ -16,13 +16,13 @@ from typing import Any
 
 from overnight.core.budget import Usage
 from overnight.core.tasks import Task
-from overnight.models.provider_errors import ProviderError
-from overnight.models.types import (
+from overnight.messages.types import (
     ModelRequest,
     ModelResponse,
     coerce_response,
     estimate_input_tokens,
 )
+from overnight.models.provider_errors import ProviderError
 from overnight.seams import ExecContext, ExecResult
 
 Answer = dict[str, Any] | ModelResponse

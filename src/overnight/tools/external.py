@@ -22,10 +22,10 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from overnight.config.targets import resolve_target
 from overnight.config.tools import ExternalToolSpec
 from overnight.core.errors import ConfigError
 from overnight.effects.ledger import EffectRefused, ToolFailure, dispatch_with_ledger
-from overnight.models.seam import resolve_target
 from overnight.seams import ToolContext, ToolError, ToolOutcome
 
 MAX_RESULT_CHARS = 4000

@@ -37,8 +37,9 @@ from mcp_types import RequestParamsMeta
 
 from overnight.config.tools import McpServerSpec
 from overnight.effects.ledger import ToolFailure
-from overnight.process import Confinement, secret_values
+from overnight.process import Confinement
 from overnight.sandbox.bwrap import SANDBOX_HOME
+from overnight.secrecy import secret_values
 
 #: The ``_meta`` key of a ``tools/call`` request that carries the run-step key of a mutating
 #: call: the same on every attempt of the same step, so a server can refuse a repeat. A

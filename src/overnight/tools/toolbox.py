@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from overnight.config.tools import BUILTIN_TOOLS, ToolsSpec
 from overnight.core.errors import DiskFull
-from overnight.models.types import ToolSpec
+from overnight.messages.types import ToolSpec
 from overnight.process import Confinement
 from overnight.seams import Tool, ToolContext, ToolError, ToolOutcome
 from overnight.tools.command import RunCommandTool

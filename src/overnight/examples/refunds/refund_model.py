@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from overnight.core.budget import Usage
-from overnight.models.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
+from overnight.messages.types import ModelRequest, ModelResponse, TextBlock, ToolUseBlock
 
 ORDER, TICKET, AMOUNT_CENTS = "4471", "88231", 2400
 CUSTOMER = "dana.whitfield@example.com"

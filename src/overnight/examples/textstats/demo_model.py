@@ -10,7 +10,7 @@ realistic usage. No network, no key.
 import json
 import time
 
-from overnight.models.types import TextBlock, ToolUseBlock
+from overnight.messages.types import TextBlock, ToolUseBlock
 from overnight.testing.cache_sim import CachingProvider
 
 PUNCT = ".,!?;:\\\"'()"

@@ -1,0 +1,116 @@
+"""The end of a night, after its stop: the closing summary (from the wrap-up reserve), the
+terminal result written with its alert, the worktree dropped when no resume can use it, and
+the final checkpoint recording the stop. What the result says is ``overnight.night.finish``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from overnight.config.spec import Spec
+from overnight.core.budget import BudgetReading, Ledger
+from overnight.core.endings import Stop
+from overnight.core.goal import Goal
+from overnight.core.state import RunState
+from overnight.models.gateway import ModelGateway
+from overnight.night.finish import ClosingFacts, closing_summary, finish_result, write_result
+from overnight.night.worktree import Worktree, remove_worktree
+from overnight.sandbox.policy import SandboxPolicy
+from overnight.seams import Clock, EffectStore, Fence
+from overnight.store.result import TerminalResult
+from overnight.store.rundir import RunDir
+from overnight.store.trace import Trace
+
+
+@dataclass
+class NightEnding:
+    """What the end of one night reads and writes."""
+
+    spec: Spec
+    state: RunState
+    goal: Goal
+    run_dir: RunDir
+    ledger: Ledger
+    trace: Trace
+    effects: EffectStore
+    sandbox: SandboxPolicy
+    worktree: Worktree
+    clock: Clock
+    fence: Fence
+    started_at: str
+
+    def finish(
+        self,
+        stop: Stop,
+        gateway: ModelGateway | None,
+        budgets_at_stop: dict[str, BudgetReading],
+        budgets: Callable[[], dict[str, BudgetReading]],
+        checkpoint: Callable[[], None] | None,
+    ) -> TerminalResult:
+        """End with ``stop``. ``checkpoint`` None: the run is not to be touched (a refused
+        resume): result.json is written, nothing else of the run."""
+        partial, wrapup = closing_summary(
+            gateway, self.ledger, self.spec, self.state, self.goal, stop
+        )
+        facts = self.closing_facts(budgets_at_stop or budgets(), budgets())
+        result = finish_result(facts, stop, partial, wrapup)
+        if checkpoint is not None:
+            self.fence.check("result.json")
+        result = write_result(self.run_dir, result, self.spec.alerts, self.trace)
+        if checkpoint is not None:
+            self.worktree.drop_checkout()
+            # A task held for a person's answer runs again on a resume once its effects are
+            # resolved, whatever the ending: such a night keeps its worktree.
+            if not result.resumable and not any(p.held_for for p in self.state.parked):
+                self.remove_worktree()
+            self.state.close(stop.reason)
+            try:
+                checkpoint()
+            except Exception as exc:  # the result is already on disk; say so in the trace
+                self.trace.event("decision", decision="final_checkpoint_failed", error=repr(exc))
+        return result
+
+    def closing_facts(
+        self, budgets_at_stop: dict[str, BudgetReading], budgets_end: dict[str, BudgetReading]
+    ) -> ClosingFacts:
+        """Everything the terminal result is built from, read once, after the closing call."""
+        try:
+            head: str | None = self.worktree.head()
+            diff_stat = self.worktree.diff_stat(self.state.base_commit)
+        except Exception:
+            head, diff_stat = None, ""
+        sandbox = self.sandbox.sandbox
+        return ClosingFacts(
+            spec=self.spec,
+            state=self.state,
+            goal=self.goal,
+            budgets_at_stop=budgets_at_stop,
+            budgets_end=budgets_end,
+            spent_nanos=self.ledger.spent_nanos,
+            tokens_used=self.ledger.tokens_used,
+            spend_path=self.run_dir.spend,
+            head=head,
+            diff_stat=diff_stat,
+            worktree=self.run_dir.worktree,
+            trace_ref=self.run_dir.trace,
+            started_at=self.started_at,
+            ended_at=self.clock.now_iso(),
+            trace_lines_dropped=self.trace.dropped,
+            effects=[r.as_dict() for r in self.effects.for_run(self.state.run_id)]
+            + self.state.refused_effects,
+            sandbox_identity=None if sandbox is None else sandbox.identity,
+        )
+
+    def remove_worktree(self) -> None:
+        """A night that cannot be resumed needs its worktree no more: remove it from the
+        user's repository (the branch stays). Best effort: ``overnight clean`` does it later."""
+        try:
+            removed = remove_worktree(self.run_dir.worktree)
+        except Exception as exc:
+            self.trace.event("decision", decision="worktree_kept", error=repr(exc))
+            return
+        if removed:
+            self.trace.event(
+                "decision", decision="worktree_removed", path=str(self.run_dir.worktree)
+            )
