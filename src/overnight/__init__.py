@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from overnight.api import Result, load_spec, resume, run
     from overnight.config.spec import Spec
     from overnight.core.errors import ConfigError, OvernightError, RunError
-    from overnight.night.compose import Shared
+    from overnight.night.compose import FleetShared
     from overnight.night.events import (
         Decision,
         Event,
@@ -68,7 +68,7 @@ _HOMES: dict[str, str] = {
     "ToolCall": "overnight.night.events",
     "TraceEvent": "overnight.night.events",
     "Signals": "overnight.night.signals",
-    "Shared": "overnight.night.compose",
+    "FleetShared": "overnight.night.compose",
     "SharedCap": "overnight.seams",
     "Clock": "overnight.seams",
     "EffectStore": "overnight.seams",
@@ -89,6 +89,7 @@ __all__ = [
     "Event",
     "ExecContext",
     "ExecResult",
+    "FleetShared",
     "ModelCall",
     "ModelClient",
     "ModelRetry",
@@ -96,7 +97,6 @@ __all__ = [
     "Result",
     "RunCreated",
     "RunError",
-    "Shared",
     "SharedCap",
     "Signals",
     "Spec",

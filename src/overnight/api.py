@@ -19,9 +19,9 @@ from typing import Any
 
 from overnight.config.spec import Spec
 from overnight.config.spec import load_spec as _parse_spec_file
-from overnight.night.compose import Shared
+from overnight.night.compose import FleetShared
 from overnight.night.events import Event, RunCreated, event_of
-from overnight.night.preflight import check_model_reach, check_spec
+from overnight.night.resolve import ResolvedNight, resolve
 from overnight.night.runs import resume_run, start_run
 from overnight.night.signals import Signals, drained_on_signals
 from overnight.seams import Clock, ModelClient, TaskExecutor
@@ -41,7 +41,7 @@ def load_spec(path: str | os.PathLike[str]) -> Spec:
 
 
 def run(
-    spec: Spec | str | os.PathLike[str],
+    spec: ResolvedNight | Spec | str | os.PathLike[str],
     *,
     run_dir: str | os.PathLike[str] | None = None,
     on_event: EventHandler | None = None,
@@ -49,34 +49,40 @@ def run(
     executor: TaskExecutor | None = None,
     clock: Clock | None = None,
     signals: Signals | None = None,
-    shared: Shared | None = None,
+    shared: FleetShared | None = None,
 ) -> Result:
-    """Run one night of ``spec`` (a ``Spec`` or the path of its night.toml).
+    """Run one night of ``spec`` (a ``Spec``, the path of its night.toml, or a spec resolved
+    already by ``overnight.night.resolve.resolve``, which then carries the run directory,
+    model and executor it was resolved with).
 
     ``run_dir`` defaults to ``$OVERNIGHT_HOME/runs/<run id>``. ``model`` and ``executor``
     replace the spec's (a scripted model from ``overnight.testing``, your own client).
     An exception raised by ``on_event`` is ignored.
     ``signals`` lets the caller drain the night from another thread
     (``signals.request("sigterm")``); when called from the main thread, SIGTERM and SIGINT
-    drain it too. ``shared`` is what a fleet shares between nights (``Shared``: an effects
-    store, a money cap). Before anything is written the spec is checked and, unless ``model``
-    is given, its model asked once whether it can be reached (``check_model_reach``)."""
-    if not isinstance(spec, Spec):
-        spec = load_spec(spec)
-    check_spec(spec, model=model, executor=executor)
-    notes = check_model_reach(spec, model=model)
+    drain it too. ``shared`` is what a fleet shares between nights (``FleetShared``: an effects
+    store, a money cap). Before anything is written the spec is resolved once (``resolve``:
+    checked, its sandbox built, its MCP servers started and listed) and, unless ``model`` is
+    given, its model asked once whether it can be reached (``check_model_reach``)."""
+    if isinstance(spec, ResolvedNight):
+        if run_dir is not None or model is not None or executor is not None:
+            raise ValueError(
+                "run_dir, model and executor belong to resolve() when the spec is resolved"
+            )
+        night = spec
+    else:
+        if not isinstance(spec, Spec):
+            spec = load_spec(spec)
+        where = Path(run_dir) if run_dir is not None else None
+        night = resolve(spec, where, model=model, executor=executor)
     signals = signals or Signals()
     with _draining(signals):
         _, result = start_run(
-            spec,
-            Path(run_dir) if run_dir is not None else None,
-            notes=notes,
+            night,
             clock=clock,
             signals=signals,
             on_created=_announcer(on_event),
             listener=_listener(on_event),
-            model=model,
-            executor=executor,
             shared=shared,
         )
     return result
@@ -94,7 +100,7 @@ def resume(
     executor: TaskExecutor | None = None,
     clock: Clock | None = None,
     signals: Signals | None = None,
-    shared: Shared | None = None,
+    shared: FleetShared | None = None,
 ) -> Result:
     """Continue a run (its directory, or its id from ``overnight list``) after a crash, a kill
     or a stop: the task left in flight is verified, never executed again. ``usd``, ``hours``,

@@ -11,9 +11,9 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from overnight.config.spec import Spec, load_spec
+from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError
-from overnight.night.preflight import check_spec
+from overnight.night.resolve import ResolvedNight, resolve
 from overnight.process import scrubbed_env
 
 EXAMPLE = "textstats"
@@ -38,10 +38,11 @@ def prepare_example(target: Path, name: str = EXAMPLE) -> Path:
     return workspace
 
 
-def start_demo(where: Path | None, example: str = EXAMPLE) -> tuple[Path, Path, Spec]:
+def start_demo(where: Path | None, example: str = EXAMPLE) -> tuple[Path, Path, ResolvedNight]:
     """Set up a demo night in ``where`` (None: a new temporary directory): the example's
-    workspace, said on stderr to be run by a scripted model, and its checked spec. Returns the
-    base directory (the run goes in its ``run``), the workspace and the spec."""
+    workspace, said on stderr to be run by a scripted model, and its spec resolved once (the
+    run goes in the base directory's ``run``). Returns the base directory, the workspace and
+    the resolved night."""
     base = where or Path(tempfile.mkdtemp(prefix="overnight-demo-"))
     taken = [p.name for p in (base / "workspace", base / "run") if p.exists()]
     if taken:
@@ -60,5 +61,4 @@ def start_demo(where: Path | None, example: str = EXAMPLE) -> tuple[Path, Path, 
         file=sys.stderr,
     )
     spec = load_spec(workspace / "night.toml")
-    check_spec(spec)
-    return base, workspace, spec
+    return base, workspace, resolve(spec, base / "run")

@@ -35,7 +35,7 @@ from overnight.messages.answers import DRIFT_TOOL
 from overnight.messages.types import ModelRequest, estimate_input_tokens
 from overnight.models.provider_errors import ProviderError
 from overnight.models.retry import RetryingClient
-from overnight.night.prompts import drift_request
+from overnight.night.harness_requests import drift_request
 from overnight.testing import FunctionModel, ScriptedModel, tool_answer, usage_dict
 from tests.helpers.toml import dumps
 

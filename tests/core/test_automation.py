@@ -16,7 +16,7 @@ from overnight.core.automation import (
     link_rule,
     resolve,
 )
-from overnight.core.candidate import park_reason, too_large
+from overnight.core.candidate_rules import park_reason, too_large
 from overnight.core.protect import ChangedPath
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.core.candidate import BUILTIN_EXCLUDES, CandidateRules, rules_for
+from overnight.core.candidate_rules import BUILTIN_EXCLUDES, CandidateRules, rules_for
 from overnight.core.ignore import (
     MAX_IGNORE_PATTERNS,
     IgnoreStack,

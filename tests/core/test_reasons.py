@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from overnight.core.candidate import nested_repository, park_reason, too_large
+from overnight.core.candidate_rules import nested_repository, park_reason, too_large
 from overnight.core.protect import ChangedPath, build_protection
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from overnight.config.spec import parse_spec
 from overnight.core.errors import ConfigError
-from overnight.night.preflight import check_spec
+from overnight.night.resolve import check_spec
 from tests.helpers.nights import make_repo, spec_data
 
 

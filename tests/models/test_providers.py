@@ -26,7 +26,7 @@ from overnight.models.provider_errors import ProviderError, parse_retry_after
 from overnight.models.providers import build_client
 from overnight.models.retry import RetryingClient, sleep_for_clock
 from overnight.models.seam import CallableModel
-from overnight.night.preflight import check_spec
+from overnight.night.resolve import check_spec
 from overnight.store.journal import read_journal
 from tests.helpers.nights import command_task, run_night, spec_data
 from tests.models.cassettes import Interaction, cassette_dir

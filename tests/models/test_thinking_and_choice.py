@@ -14,7 +14,7 @@ from overnight.messages.types import ModelRequest, ThinkingBlock, ToolUseBlock
 from overnight.models.anthropic_provider import AnthropicClient
 from overnight.models.openai_convert import chat_messages, responses_input
 from overnight.models.openai_provider import OpenAIClient
-from overnight.night.prompts import drift_request
+from overnight.night.harness_requests import drift_request
 from tests.models.cassettes import all_files, cassette_dir, load
 from tests.models.recorded import anthropic_request
 from tests.models.replay import ReplayServer

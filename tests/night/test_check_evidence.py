@@ -10,7 +10,7 @@ import pytest
 
 from overnight.config.sandbox import SandboxSpec
 from overnight.core.evidence import BaseTests, Judgement, base_tests, judge
-from overnight.night.testrun import check_env, confined, pytest_evidence
+from overnight.night.testrun import check_env, pytest_evidence, with_check_additions
 from overnight.process import Confinement, run_command, scrubbed_env
 from overnight.sandbox.bwrap import build_sandbox
 from tests.attacks.test_evidence_attacks import DIST_INFO
@@ -52,7 +52,7 @@ def check(
                 command,
                 cwd=root,
                 timeout_s=120,
-                confine=confined(sandbox, [root], evidence),
+                confine=with_check_additions(sandbox, [root], evidence),
                 pass_fds=(evidence.fd,),
             )
         else:

@@ -8,7 +8,7 @@ import pytest
 from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.tasks import Task
 from overnight.messages.types import ModelRequest
-from overnight.night.prompts import drift_request
+from overnight.night.harness_requests import drift_request
 from overnight.store.checkpoint import load_checkpoint
 from overnight.testing import ScriptedModel
 from overnight.testing.fakes import text_answer

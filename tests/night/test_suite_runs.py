@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from overnight.night.runs import sandbox_policy
+from overnight.night.resolve import sandbox_policy
 from overnight.night.startcheck import check_predicate
 from tests.helpers.nights import command_task, make_spec, run_night
 from tests.helpers.project import calc_repo

@@ -31,7 +31,7 @@ from overnight.config.tools import McpServerSpec, ToolsSpec
 from overnight.core.errors import ConfigError
 from overnight.effects.store import SqliteEffectStore
 from overnight.messages.types import ModelRequest
-from overnight.night.preflight import check_spec
+from overnight.night.resolve import check_spec
 from overnight.process import Confinement
 from overnight.sandbox.bwrap import build_sandbox
 from overnight.seams import ToolContext

@@ -4,5 +4,5 @@ Everything ``result.json`` claims is recomputed from the run's raw files (the ch
 its journal, the spend journal, the trace, the effects ledger, ``run.json`` and
 ``spec.json``) and from the repository, then compared with the claim: the stop reason
 (``stop``), the money (``money``), the work on the branch (``work``) and the external effects
-(``effects``). ``overnight.audit.run.audit_run`` does it; ``overnight.audit.render`` prints it.
+(``effects``). ``overnight.audit.run.audit_run`` does it; ``overnight.audit.audit_text`` prints it.
 """

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from overnight.core.errors import WorkspaceError
-from overnight.night.candidate import export
+from overnight.night.candidate_commit import export
 from overnight.night.git import SAFE_GIT_OPTIONS
 from overnight.night.git import git_env as night_git_env
 from overnight.night.worktree import git_common_dir

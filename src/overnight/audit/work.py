@@ -31,7 +31,7 @@ from overnight.core.tasks import CompletedTask, Task
 from overnight.core.text import printable
 from overnight.night.planner import verify_prefixes
 from overnight.night.preflight import sealed_places
-from overnight.night.testrun import confined, pytest_evidence
+from overnight.night.testrun import pytest_evidence, with_check_additions
 from overnight.night.verdict import protection_for
 from overnight.night.worktree import changed_links, changes_between, links_of, tree_paths
 from overnight.process import run_command
@@ -316,7 +316,7 @@ def _rerun(
             command,
             cwd=where,
             timeout_s=timeout,
-            confine=confined(sandbox, [where], reporter),
+            confine=with_check_additions(sandbox, [where], reporter),
             pass_fds=(reporter.fd,) if reporter is not None else (),
         )
         report = reporter.read() if reporter is not None else None

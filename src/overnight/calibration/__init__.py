@@ -2,9 +2,10 @@
 
 The labelled queues and their loading (``queues``), the judge asked as a run asks it under a
 money cap (``judge``), the statistics of its verdicts (``stats``) in a report (``report``), and
-the report as printed (``render``).
+the report as printed (``calibration_text``).
 """
 
+from overnight.calibration.calibration_text import render_text
 from overnight.calibration.judge import (
     DEFAULT_CAP_USD,
     MeteredJudge,
@@ -23,7 +24,6 @@ from overnight.calibration.queues import (
     load_queues,
     parse_set,
 )
-from overnight.calibration.render import render_text
 from overnight.calibration.report import (
     BANDS,
     CONFIGURED,

@@ -36,7 +36,7 @@ from overnight.messages.types import ModelRequest, ModelResponse
 from overnight.models.gateway import KeptRecords, ModelGateway, NoEvents
 from overnight.models.providers import build_client
 from overnight.models.structured import ask_structured
-from overnight.night.prompts import drift_request
+from overnight.night.harness_requests import drift_request
 from overnight.seams import ModelClient
 
 #: The default money cap of one calibration, in dollars.

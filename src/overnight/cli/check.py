@@ -24,7 +24,7 @@ from typing import Literal
 
 from overnight.cli.estimate import spec_estimate
 from overnight.cli.uncommitted import harness_reads
-from overnight.config.script import Script
+from overnight.config.model_script import Script
 from overnight.config.spec import Spec, load_spec
 from overnight.core.errors import ConfigError
 from overnight.core.resume import runs_pytest
@@ -35,12 +35,11 @@ from overnight.night.plugins import advise, installed_plugins, names_options, pr
 from overnight.night.preflight import (
     check_model_reach,
     check_programs,
-    check_spec,
     command_path,
     program_of,
     tool_programs,
 )
-from overnight.night.runs import new_run_id, sandbox_policy
+from overnight.night.resolve import check_spec, new_run_id, sandbox_policy
 from overnight.night.startcheck import StartCheck, check_predicate
 from overnight.sandbox.policy import SandboxPolicy
 from overnight.store.rundir import default_runs_root

@@ -28,7 +28,7 @@ from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError, OvernightError
 from overnight.core.text import printable
 from overnight.night.events import event_of
-from overnight.night.preflight import check_spec
+from overnight.night.resolve import resolve
 from overnight.version import __version__
 
 EXIT_USAGE = 64
@@ -329,11 +329,15 @@ def _warn_running(spec: Any) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
-    check_spec(spec)
-    _warn_uncommitted(spec, Path(args.spec))
-    _warn_running(spec)
+    night = resolve(spec, Path(args.run_dir) if args.run_dir is not None else None)
+    try:
+        _warn_uncommitted(spec, Path(args.spec))
+        _warn_running(spec)
+    except BaseException:
+        night.close()
+        raise
     with Progress(args.quiet) as progress:
-        result = api.run(spec, run_dir=args.run_dir, on_event=progress)
+        result = api.run(night, on_event=progress)
     return finish_output(result, args.json)
 
 
@@ -413,7 +417,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    from overnight.audit.render import render_text
+    from overnight.audit.audit_text import render_text
     from overnight.audit.run import audit_run
 
     audit = audit_run(args.run_dir, rerun=not args.no_rerun)

@@ -11,9 +11,9 @@ from overnight.demo import EXAMPLE, start_demo
 
 
 def run_demo(where: Path | None, *, quiet: bool = False, example: str = EXAMPLE) -> int:
-    base, workspace, spec = start_demo(where, example)
+    _base, workspace, night = start_demo(where, example)
     with Progress(quiet) as progress:
-        result = api.run(spec, run_dir=base / "run", on_event=progress)
+        result = api.run(night, on_event=progress)
     code = finish_output(result, as_json=False)
     print(
         f"\nThe verified work is on branch {result.branch.name} of {workspace}:\n"

@@ -27,9 +27,9 @@ from overnight.config.agent import AgentSpec
 from overnight.config.alerts import AlertsSpec
 from overnight.config.estimate import Workload
 from overnight.config.fleet import FleetSpec
+from overnight.config.model_script import Script, load_script
 from overnight.config.prices import price_for
 from overnight.config.sandbox import SandboxSpec
-from overnight.config.script import Script, load_script
 from overnight.config.targets import import_roots
 from overnight.config.telemetry import TelemetrySpec
 from overnight.config.tools import BUILTIN_TOOLS, ToolsSpec

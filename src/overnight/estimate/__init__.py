@@ -12,7 +12,7 @@ Pure arithmetic: no files, no network. A ``Workload`` (``overnight.config.estima
 
 ``spec_defaults`` and ``resolve_workload`` (``from_spec``) build the workload a spec
 describes, ``workload_flags`` (``flags``) the command-line overrides, and ``render_text``
-(``render``) prints the result.
+(``estimate_text``) prints the result.
 
 With the reference night (``SEED_EXAMPLE``) it comes to 306 calls and $22.01, and a $28 hard
 cap. The per-call sizes of the other kinds are chosen so that their rows bill $0.78 (40
@@ -46,6 +46,7 @@ from overnight.estimate.counts import (
     resolved,
 )
 from overnight.estimate.derivation import Estimate, estimate
+from overnight.estimate.estimate_text import render_text
 from overnight.estimate.flags import Flag, workload_flags
 from overnight.estimate.from_spec import resolve_workload, spec_defaults
 from overnight.estimate.levers import (
@@ -64,7 +65,6 @@ from overnight.estimate.recommend import (
     hard_cap,
     recommend,
 )
-from overnight.estimate.render import render_text
 
 __all__ = [
     "SEED_EXAMPLE",

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from overnight.config.spec import ExecutorSpec
 from overnight.executors.claude import ClaudeCodeExecutor
+from overnight.executors.cli_found import SUPPORTED, CliFound, check_cli
 from overnight.executors.codex import CodexExecutor
 from overnight.executors.command import CommandExecutor
-from overnight.executors.preflight import SUPPORTED, CliFound, check_cli
 from overnight.executors.runner import CliExecutor, NoModelAccess, build_prompt
 
 

@@ -44,11 +44,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from overnight.config.spec import CliApi, ExecutorSpec
-from overnight.core.candidate import BUILTIN_EXCLUDES
+from overnight.core.candidate_rules import BUILTIN_EXCLUDES
 from overnight.core.ignore import Rule, decide, parse_rules
 from overnight.core.tasks import Task
-from overnight.executors.events import Reader, Said, reader_for, short
-from overnight.executors.preflight import QUIET_ENV, CliFound
+from overnight.executors.cli_found import QUIET_ENV, CliFound
+from overnight.executors.cli_stream import Reader, Said, reader_for, short
 from overnight.process import (
     CommandResult,
     Confinement,

@@ -45,7 +45,7 @@ from overnight.fleet.submission import (
     refusal_details,
 )
 from overnight.fleet.workflow import CARRY_OUT, GIVE_UP, REGISTER
-from overnight.night.compose import Shared
+from overnight.night.compose import FleetShared
 from overnight.night.runs import end_run
 from overnight.night.signals import Signals
 from overnight.seams import FenceLost
@@ -235,7 +235,7 @@ class NightActivities:
         ended = _ended(rd)
         if ended is not None:
             return ended  # it ended: a redelivery answers with how
-        shared = Shared(
+        shared = FleetShared(
             effects=PostgresEffectStore(self.pool, lease),
             cap=self._cap(submission, lease),
             fence=lease,
@@ -275,7 +275,7 @@ class NightActivities:
                 if ended is not None:
                     data = json.loads(ended.model_dump_json())
                 elif RunDir(run_dir).is_run():
-                    shared = Shared(effects=PostgresEffectStore(self.pool, lease), fence=lease)
+                    shared = FleetShared(effects=PostgresEffectStore(self.pool, lease), fence=lease)
                     data = json.loads(end_run(run_dir, stop, shared=shared).model_dump_json())
                 else:  # lost before it had a run directory: nothing of it happened
                     verdict = describe(stop)

@@ -1,6 +1,6 @@
 """The structured answers the harness asks a model for (a plan, a replan, a drift verdict):
 their schemas and the tools a model hands them in with. The scripted model's file is checked
-against the same schemas (``overnight.config.script``)."""
+against the same schemas (``overnight.config.model_script``)."""
 
 from __future__ import annotations
 

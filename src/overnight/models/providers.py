@@ -1,7 +1,7 @@
 """The providers behind the model seam, and ``build_client``, which picks one from the spec.
 
 - ``python``: a callable or client named by ``target`` (``overnight.models.seam``);
-- ``script``: answers read from the file ``script`` names (``overnight.models.script``);
+- ``script``: answers read from the file ``script`` names (``overnight.models.script_provider``);
 - ``anthropic``: the Messages API (``overnight.models.anthropic_provider``);
 - ``openai``: the Responses API by default, chat completions with ``api = "chat"``;
 - ``openai-compatible``: chat completions (by default) against ``base_url`` (vLLM, Ollama,
@@ -25,7 +25,7 @@ from overnight.config.spec import PROVIDERS, ModelSpec
 from overnight.core.errors import ConfigError
 from overnight.models.provider_errors import ProviderError, parse_retry_after, translate
 from overnight.models.retry import OutageWatch, RetryingClient, sleep_for_clock
-from overnight.models.script import ScriptModel
+from overnight.models.script_provider import ScriptModel
 from overnight.models.seam import python_model
 from overnight.seams import ModelClient
 

@@ -25,7 +25,7 @@ class NoTimeLeft(Exception):
 
 
 @dataclass(frozen=True)
-class Ran:
+class RanCommand:
     """A command the harness ran, and the timeout it ran under."""
 
     result: CommandResult
@@ -36,7 +36,7 @@ class Ran:
     """What the harness's reporter saw, for a command that runs pytest."""
 
 
-def ran_fields(ran: Ran, confine: Confinement | None) -> dict[str, object]:
+def ran_fields(ran: RanCommand, confine: Confinement | None) -> dict[str, object]:
     """What the trace says of a command the harness ran."""
     result = ran.result
     return {
@@ -64,7 +64,7 @@ class RunCheck(Protocol):
         confine: Confinement | None,
         tests: bool = False,
         complete: bool = False,
-    ) -> Ran: ...
+    ) -> RanCommand: ...
 
 
 class SetupFailed(Exception):

@@ -14,9 +14,9 @@ from overnight.config.spec import Spec
 from overnight.core.errors import Interrupted
 from overnight.core.state import RunState
 from overnight.core.tasks import CommandRun
-from overnight.night.checkouts import NoTimeLeft, Ran, ran_fields
+from overnight.night.checkouts import NoTimeLeft, RanCommand, ran_fields
 from overnight.night.signals import Signals
-from overnight.night.testrun import Reporter, confined, placed, pytest_evidence
+from overnight.night.testrun import Reporter, check_placement, pytest_evidence, with_check_additions
 from overnight.process import (
     CommandResult,
     Confinement,
@@ -81,7 +81,7 @@ class NightCommands:
     def tool_confinement(self) -> Confinement | None:
         """The agent's ``run_command``: sandboxed, with the worktree's layout on the path."""
         confine = self.confinement(tool=True)
-        return None if confine is None else confined(confine, [self.run_dir.worktree])
+        return None if confine is None else with_check_additions(confine, [self.run_dir.worktree])
 
     def count(self, sandboxed: bool) -> None:
         self.state.count_command(sandboxed=sandboxed)
@@ -97,7 +97,7 @@ class NightCommands:
         confine: Confinement | None,
         tests: bool = False,
         complete: bool = False,
-    ) -> Ran:
+    ) -> RanCommand:
         """Run a command in ``cwd``, sandboxed when ``confine`` is given, with the checkout's
         layout on ``PYTHONPATH`` (``overnight.night.testrun``); ``tests``: a pytest command,
         run with the harness's reporter. ``clip`` bounds it by the time left: it is not
@@ -116,7 +116,7 @@ class NightCommands:
         if result.interrupted:
             raise Interrupted(self.signals.requested or "signal")
         cut = clip and result.timed_out and self.seconds_left() <= 0
-        return Ran(result, timeout_s, cut, seen)
+        return RanCommand(result, timeout_s, cut, seen)
 
     def _run_with(
         self,
@@ -127,7 +127,7 @@ class NightCommands:
         confine: Confinement | None,
         reporter: Reporter | None,
     ) -> CommandResult:
-        confine, env = placed(confine, [cwd], reporter)
+        confine, env = check_placement(confine, [cwd], reporter)
         try:
             return run_command(
                 command,

@@ -7,6 +7,7 @@ and the effects store that a ``Night`` is given; everything else depends on the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,8 @@ from typing import Any
 from overnight.agent.loop import AgentExecutor
 from overnight.config.spec import ModelSpec, Spec
 from overnight.config.targets import import_roots, resolve_target
-from overnight.core.budget import Ledger
-from overnight.core.candidate import rules_for
+from overnight.core.budget import Ledger, PriceTable
+from overnight.core.candidate_rules import rules_for
 from overnight.core.errors import ConfigError
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
@@ -52,6 +53,7 @@ from overnight.store.rundir import RunDir
 from overnight.store.trace import Trace
 from overnight.telemetry.content import ContentTap
 from overnight.telemetry.setup import content_tap
+from overnight.tools.mcp import McpServer
 from overnight.tools.toolbox import Toolbox
 
 
@@ -78,7 +80,7 @@ def load_executor(target: str) -> TaskExecutor:
 
 
 @dataclass(frozen=True)
-class Shared:
+class FleetShared:
     """What a night may share with other nights (a fleet): the effects ledger, in place of
     the run's own SQLite file, a money cap held against before every model call, and the
     fence that says whether this process still owns the run."""
@@ -116,7 +118,7 @@ class NightParts:
     content: ContentTap | None = None
     """Where the spans take prompts and tool results from (``[telemetry] content``)."""
     fence: Fence = field(default_factory=NoFence)
-    """Asked before every write that matters (``Shared.fence``; none on one machine)."""
+    """Asked before every write that matters (``FleetShared.fence``; none on one machine)."""
     proxy: NightProxy | None = None
     """The metering proxy a CLI agent reaches its model through; None for other executors."""
     hands: NightHands = field(init=False)
@@ -152,20 +154,24 @@ def compose(
     model: ModelClient | None = None,
     executor: TaskExecutor | None = None,
     sandbox: SandboxPolicy | None = None,
+    prices: PriceTable | None = None,
+    mcp_servers: Sequence[McpServer] = (),
     spend_readable: bool = True,
-    shared: Shared | None = None,
+    shared: FleetShared | None = None,
 ) -> NightParts:
     """The parts of one night from its spec. ``model`` and ``executor``, when given, replace
     the spec's (tests and embedders hand in theirs). ``spend_readable`` False: the spend
     journal is not read (a resume that must refuse a corrupt run may not be able to).
     ``shared``: what a fleet shares between nights (its effects ledger, its money cap).
-    ``goal`` is the run's, ``expected_goal_sha`` the hash its manifest recorded."""
-    shared = shared or Shared()
+    ``goal`` is the run's, ``expected_goal_sha`` the hash its manifest recorded. ``sandbox``,
+    ``prices`` and ``mcp_servers`` (started and listed) are what ``resolve`` built, when it
+    did (``overnight.night.resolve``)."""
+    shared = shared or FleetShared()
     fractions = spec.budget.fractions()
     timer = RunTimer(clock, state.seconds_used, spec.budget.hours, fractions)
     totals = spend_totals(read_journal(run_dir.spend) if spend_readable else [])
     ledger = Ledger(
-        prices=spec.price_table(),
+        prices=prices or spec.price_table(),
         limit_usd=spec.budget.usd,
         enforce_fraction=fractions.enforce_at,
         limit_tokens=spec.budget.tokens,
@@ -215,6 +221,7 @@ def compose(
                 base_dir=Path(spec.base_dir),
                 # an MCP server is a tool's command: in the sandbox unless the mode is off
                 confine=lambda: policy.confinement(agent_worked=True, tool=True),
+                mcp_servers=mcp_servers,
             )
             executor = AgentExecutor(spec.agent, toolbox if tap is None else tap.tools(toolbox))
     parts = NightParts(

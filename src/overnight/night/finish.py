@@ -38,7 +38,7 @@ from overnight.core.text import clip
 from overnight.messages.types import estimate_input_tokens
 from overnight.models.gateway import EventSink, ModelGateway, SpendTotals, spend_totals
 from overnight.night.alerts import send_alert
-from overnight.night.prompts import summary_request
+from overnight.night.harness_requests import summary_request
 from overnight.sandbox.identity import Identity
 from overnight.secrecy import secret_values
 from overnight.store.journal import read_intact_records, read_journal

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from overnight.core.candidate import park_reason
+from overnight.core.candidate_rules import park_reason
 from overnight.core.resume import VerifyOutcome
 from overnight.core.state import RunState
 from overnight.core.tasks import CommandRun, ParkedTask, Task
 from overnight.core.text import clip
-from overnight.night.candidate import Candidate
+from overnight.night.candidate_commit import Candidate
 from overnight.night.checkouts import Checkouts, SetupFailed
 from overnight.night.effect_holds import EffectHolds
 from overnight.night.verdict import Screen, Verdict, Verdicts

@@ -4,7 +4,7 @@ coverage database, what the set-up command generates.
 The check before the night lists the files present in its clean export of the base commit,
 runs the set-up and the predicate there, and keeps the files that appeared
 (``written_files``). The night excludes exactly those paths from every candidate
-(``overnight.core.candidate``): the agent's own test runs write them too, and any clean
+(``overnight.core.candidate_rules``): the agent's own test runs write them too, and any clean
 checkout gets them again. They are kept in the run's artifacts (``suite_outputs.json``), read
 again when the run resumes.
 """

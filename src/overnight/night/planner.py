@@ -26,7 +26,7 @@ from overnight.messages.answers import (
 )
 from overnight.models.gateway import EventSink, ModelGateway
 from overnight.models.structured import ask_structured
-from overnight.night.prompts import (
+from overnight.night.harness_requests import (
     automation_lines,
     drift_request,
     plan_request,

@@ -1,8 +1,8 @@
-"""The checks a night passes before anything is written: the repository, the spec's own
-consistency, the sandbox (probed), the programs the night's tools need (on PATH as the sandbox
-sees it), the model's settings, credentials and targets, the tools of its MCP servers (started
-and listed), and, once, just before the night starts, whether its
-model can be reached (``check_model_reach``).
+"""The checks a night passes before anything is written, in the order ``resolve``
+(``overnight.night.resolve``) makes them: the repository and the spec's own consistency
+(``check_spec_basics``); then, once the sandbox is built, the programs the night's tools need
+(on PATH as the sandbox sees it) and the model's settings, credentials and targets
+(``check_settings``); last, whether its model can be reached (``check_model_reach``).
 
 Each failure is a ``ConfigError`` naming the field and the fix (``overnight run`` exits 64).
 """
@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 
 from overnight.config.spec import FIXES, Spec, check_model_settings, spec_import_path
+from overnight.core.budget import PriceTable
 from overnight.core.errors import ConfigError
 from overnight.models.providers import sdk_client
 from overnight.models.reach import check_reach
@@ -21,25 +22,13 @@ from overnight.models.seam import python_model
 from overnight.night.compose import load_executor
 from overnight.night.worktree import check_repository, git_common_dir
 from overnight.sandbox.bwrap import SandboxUnavailable, sandbox_env, sandbox_programs
-from overnight.sandbox.policy import check_paths, make_sandbox
 from overnight.seams import ModelClient, TaskExecutor
 from overnight.store.rundir import overnight_home
-from overnight.tools.mcp import check_servers
 
 
-def check_spec(
-    spec: Spec,
-    *,
-    model: ModelClient | None = None,
-    executor: TaskExecutor | None = None,
-    programs: bool = True,
-) -> None:
-    """Everything that can be known before a run starts, and fails it if wrong: a
-    ``ConfigError`` naming the field and the fix, before anything is written. A ``model`` or
-    ``executor`` handed in by the caller replaces the spec's, whose targets and credentials
-    are then not checked. ``programs``: also ``check_programs`` (``overnight check`` reports
-    it on a line of its own)."""
-
+def check_spec_basics(spec: Spec) -> None:
+    """The repository and the spec's own consistency: what is checked before the sandbox
+    is built (``overnight.night.resolve``)."""
     check_repository(spec.workspace_path())
     ids = [t.id for t in spec.tasks]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
@@ -85,13 +74,28 @@ def check_spec(
                 f"{db} is inside the workspace, where the agent's work lands",
                 "put the effects ledger outside the repository",
             )
-    check_sandbox(spec)
+
+
+def check_settings(
+    spec: Spec,
+    *,
+    model: ModelClient | None = None,
+    executor: TaskExecutor | None = None,
+    programs: bool = True,
+) -> PriceTable:
+    """What is checked once the sandbox is built: the programs, the model's settings,
+    credentials and targets, the executor. A ``model`` or ``executor`` handed in by the
+    caller replaces the spec's, whose targets and credentials are then not checked.
+    ``programs``: also ``check_programs`` (``overnight check`` reports it on a line of its
+    own). Returns the night's price table, built once here."""
+    table: PriceTable | None = None
     if programs:
         check_programs(spec, executor=executor)
     mechanical = spec.agent.mechanical_model
     if mechanical is not None:
         try:
-            spec.price_table().price(mechanical)
+            table = spec.price_table()
+            table.price(mechanical)
         except ConfigError as exc:
             raise ConfigError("agent.mechanical_model", exc.problem, exc.fix) from None
     if spec.budget.usd == 0 and spec.model is not None:
@@ -102,7 +106,8 @@ def check_spec(
         )
     if spec.model is not None and model is None:
         check_model_settings(spec.model)
-        spec.price_table().price(spec.model.name)
+        table = table or spec.price_table()
+        table.price(spec.model.name)
     with spec_import_path(spec):
         if spec.model is not None and model is None:
             if spec.model.provider == "python" and spec.model.target is not None:
@@ -115,8 +120,7 @@ def check_spec(
         from overnight.executors import check_cli
 
         check_cli(spec.executor, Path(spec.base_dir))
-    if spec.tools.mcp:
-        check_mcp(spec)
+    return table or spec.price_table()
 
 
 #: Words a shell runs itself: no program on PATH to look for.
@@ -268,14 +272,6 @@ def check_model_reach(spec: Spec, *, model: ModelClient | None = None) -> list[s
     return [note] if note is not None else []
 
 
-def check_mcp(spec: Spec) -> None:
-    """Every ``[[tools.mcp]]`` server started (in the sandbox, as the night starts it) or
-    reached, and its tools listed: what ``allow`` names is offered, and every tool the server
-    does not mark read-only has a task key."""
-    sandbox = make_sandbox(spec.sandbox, Path(spec.base_dir), sealed_places(spec), required=False)
-    check_servers(spec.tools, base_dir=Path(spec.base_dir), confine=lambda: sandbox)
-
-
 def sealed_places(spec: Spec, run_dir: Path | None = None) -> list[Path]:
     """What the sandbox never shows: the run directory, the workspace checkout and its git
     directory, ``$OVERNIGHT_HOME``, the effects ledger's directory."""
@@ -288,13 +284,3 @@ def sealed_places(spec: Spec, run_dir: Path | None = None) -> list[Path]:
         db = spec.effects_path(Path("."))
         places.append(db.parent if db.parent != Path(db.anchor) else db)
     return places
-
-
-def check_sandbox(spec: Spec, run_dir: Path | None = None) -> None:
-    """The ``[sandbox]`` paths, and, when the night needs the sandbox, that it works here
-    (probed once): a ConfigError naming the fix otherwise."""
-
-    sealed = sealed_places(spec, run_dir)
-    check_paths(spec.sandbox, Path(spec.base_dir), sealed)
-    if spec.needs_sandbox():
-        make_sandbox(spec.sandbox, Path(spec.base_dir), sealed, required=True)

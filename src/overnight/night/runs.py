@@ -22,14 +22,14 @@ from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.effects.ledger import UNSETTLED
 from overnight.night import worktree as ws
-from overnight.night.compose import NightParts, Shared, compose, open_effects
+from overnight.night.compose import FleetShared, NightParts, compose, open_effects
 from overnight.night.night import Night
 from overnight.night.outputs import load_outputs, save_outputs
-from overnight.night.preflight import check_sandbox, sealed_places
+from overnight.night.resolve import ResolvedNight, prepared, sandbox_policy
 from overnight.night.signals import Signals
 from overnight.night.startcheck import StartCheck, check_predicate
 from overnight.night.workload_record import record_run_workload
-from overnight.sandbox.policy import SandboxPolicy, make_sandbox
+from overnight.sandbox.policy import SandboxPolicy
 from overnight.seams import Clock, ModelClient, TaskExecutor
 from overnight.store.atomic import open_private, private_dir
 from overnight.store.index import register
@@ -40,7 +40,6 @@ from overnight.store.rundir import (
     DISK_RESERVE_BYTES,
     RunDir,
     RunLock,
-    default_runs_root,
     read_json,
     write_json_atomic,
 )
@@ -49,10 +48,6 @@ from overnight.telemetry.setup import check_telemetry, listening, open_spans
 
 if TYPE_CHECKING:
     from overnight.telemetry.spans import NightSpans
-
-
-def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
 def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str) -> RunDir:
@@ -154,7 +149,7 @@ def _night_spans(spec: Spec, night: Night, parts: NightParts) -> NightSpans | No
 
 
 def start_run(
-    spec: Spec,
+    night: ResolvedNight | Spec,
     run_dir: Path | None = None,
     *,
     clock: Clock | None = None,
@@ -163,20 +158,38 @@ def start_run(
     listener: Callable[[dict[str, Any]], None] | None = None,
     model: ModelClient | None = None,
     executor: TaskExecutor | None = None,
-    shared: Shared | None = None,
+    shared: FleetShared | None = None,
     notes: Sequence[str] = (),
 ) -> tuple[RunDir, TerminalResult]:
-    """Start a night; the spec must already have passed ``check_spec``. ``model`` and
-    ``executor``, when given, replace the spec's targets (tests and embedders hand in theirs).
-    ``notes``: what the checks before the night found worth saying, for the trace."""
+    """Start a night of a spec resolved once (``resolve``): its parts are the night's. A
+    bare ``Spec`` must already have passed ``check_spec``: its parts are built here
+    (``prepared``), with ``run_dir``, ``model`` and ``executor`` (when given, they replace
+    the spec's targets: tests and embedders hand in theirs). ``notes``: what the checks
+    before the night found worth saying, for the trace. What the resolution started (its
+    MCP servers, its sandbox's uid) is released when the night ends."""
+    if isinstance(night, Spec):
+        night = prepared(night, run_dir, model=model, executor=executor)
+    try:
+        return _start(night, clock, signals, on_created, listener, shared, notes)
+    finally:
+        night.close()
+
+
+def _start(
+    night: ResolvedNight,
+    clock: Clock | None,
+    signals: Signals | None,
+    on_created: Callable[[RunDir], None] | None,
+    listener: Callable[[dict[str, Any]], None] | None,
+    shared: FleetShared | None,
+    notes: Sequence[str],
+) -> tuple[RunDir, TerminalResult]:
     clock = clock or SystemClock()
     signals = signals or Signals()
-    run_id = new_run_id()
+    spec, run_id, target, policy = night.spec, night.run_id, night.run_dir, night.policy
     goal = Goal(spec.goal)
     branch = f"overnight/{run_id}"
-    target = Path(run_dir or default_runs_root() / run_id).absolute()
-    policy = sandbox_policy(spec, target)  # refused here, before anything is written
-    check_telemetry(spec)  # likewise
+    check_telemetry(spec)  # refused here, before anything is written
     start = check_predicate(spec, policy)  # likewise: a predicate that cannot run
     rd = _create_run_dir(target, spec, run_id, goal, branch)
     if on_created is not None:
@@ -194,23 +207,25 @@ def start_run(
             signals,
             goal=goal,
             expected_goal_sha=goal.sha256,
-            model=model,
-            executor=executor,
+            model=night.model,
+            executor=night.executor,
             sandbox=policy,
+            prices=night.prices,
+            mcp_servers=night.mcp_servers,
             shared=shared,
         )
-        night = Night(spec, rd, state, goal, signals, parts)
-        spans = _night_spans(spec, night, parts)
-        night.trace.listener = listening(listener, spans)
-        for note in [*notes, *state.start_notes]:
-            night.trace.event("decision", decision="start_check", note=note)
+        driven = Night(spec, rd, state, goal, signals, parts)
+        spans = _night_spans(spec, driven, parts)
+        driven.trace.listener = listening(listener, spans)
+        for note in [*night.notes, *notes, *state.start_notes]:
+            driven.trace.event("decision", decision="start_check", note=note)
         outputs = load_outputs(rd)
         if outputs:
-            night.trace.event(
+            driven.trace.event(
                 "decision", decision="suite_outputs", count=len(outputs), paths=outputs[:20]
             )
-        night.checkpoint()
-        return rd, _drive(night, spans)
+        driven.checkpoint()
+        return rd, _drive(driven, spans)
     finally:
         lock.release()
 
@@ -227,7 +242,7 @@ def resume_run(
     listener: Callable[[dict[str, Any]], None] | None = None,
     model: ModelClient | None = None,
     executor: TaskExecutor | None = None,
-    shared: Shared | None = None,
+    shared: FleetShared | None = None,
 ) -> tuple[RunDir, TerminalResult]:
     """Continue a run after a crash, a kill or a stop, optionally with raised budgets."""
     clock = clock or SystemClock()
@@ -308,7 +323,7 @@ def resume_run(
 
 
 def end_run(
-    path: Path, stop: Stop, *, clock: Clock | None = None, shared: Shared | None = None
+    path: Path, stop: Stop, *, clock: Clock | None = None, shared: FleetShared | None = None
 ) -> TerminalResult:
     """End a run from outside its lap with ``stop`` (a fleet that will not deliver it again):
     result.json from the run's own state, nothing executed, no model call; the checkpoint
@@ -349,19 +364,6 @@ def end_run(
         lock.release()
 
 
-def sandbox_policy(spec: Spec, run_dir: Path) -> SandboxPolicy:
-    """The run's sandbox policy; a ConfigError (nothing written yet) when the night needs the
-    sandbox and it does not work here, or when a ``[sandbox]`` path would expose the run."""
-    check_sandbox(spec, run_dir)
-    sandbox = make_sandbox(
-        spec.sandbox,
-        Path(spec.base_dir),
-        sealed_places(spec, run_dir),
-        required=spec.needs_sandbox(),
-    )
-    return SandboxPolicy(spec.sandbox.mode, sandbox)
-
-
 def _load_run_spec(rd: RunDir, raises: dict[str, float]) -> Spec:
     """The run's spec.json with ``raises`` applied (nothing written)."""
     data: dict[str, Any] = read_json(rd.spec)
@@ -400,7 +402,7 @@ def _load_state(rd: RunDir) -> RunState | None:
     return load_run_state(rd.checkpoint)
 
 
-def _reviewed(spec: Spec, rd: RunDir, state: RunState, shared: Shared | None) -> list[str]:
+def _reviewed(spec: Spec, rd: RunDir, state: RunState, shared: FleetShared | None) -> list[str]:
     """The held tasks whose effects of unknown outcome a person has all resolved."""
     held = [p for p in state.parked if p.held_for]
     if not held:
@@ -466,7 +468,7 @@ def _refuse(
     cause: str,
     detail: str,
     model: ModelClient | None,
-    shared: Shared | None = None,
+    shared: FleetShared | None = None,
 ) -> TerminalResult:
     """A checkpoint that cannot be trusted: end UNRECOVERABLE_ERROR, touch nothing else."""
     placeholder = RunState(

@@ -31,7 +31,7 @@ from overnight.core.places import WORKSPACE, Places
 from overnight.core.resume import cannot_run_reason, runs_pytest
 from overnight.core.state import PredicateRecord
 from overnight.night import worktree as ws
-from overnight.night.checkouts import Ran
+from overnight.night.checkouts import RanCommand
 from overnight.night.outputs import files_in, written_files
 from overnight.night.plugins import (
     Advice,
@@ -42,7 +42,7 @@ from overnight.night.plugins import (
     project_python,
     read_config,
 )
-from overnight.night.testrun import placed, pytest_evidence
+from overnight.night.testrun import check_placement, pytest_evidence
 from overnight.night.verdict import judged_predicate
 from overnight.process import CommandResult, Confinement, run_command
 from overnight.sandbox.policy import SandboxPolicy
@@ -182,7 +182,7 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
         )
     if base.tests is not None:
         check.base = base_tests(command, commit, base.tests)
-    ran = Ran(base.result, timeout, False, base.tests)
+    ran = RanCommand(base.result, timeout, False, base.tests)
     scope = (check.base, Scope()) if check.base is not None else None
     check.predicate = judged_predicate(ran, scope, places).model_copy(update={"at_start": True})
     check.output = base.result.output
@@ -333,7 +333,7 @@ def _run(
     with reporter or contextlib.nullcontext() as evidence:
         if evidence is not None and user_checkout:
             evidence.plugins = (*evidence.plugins, "no:cacheprovider")
-        confine, env = placed(confine, [where], evidence, extra)
+        confine, env = check_placement(confine, [where], evidence, extra)
         result = run_command(
             command,
             cwd=where,

@@ -188,7 +188,7 @@ def check_env(
     return env
 
 
-def placed(
+def check_placement(
     confine: Confinement | None,
     roots: Sequence[Path],
     evidence: Reporter | None = None,
@@ -198,11 +198,11 @@ def placed(
     sandboxed, else the scrubbed environment with them (``(confinement, None)`` or
     ``(None, env)``)."""
     if confine is not None:
-        return confined(confine, roots, evidence, extra), None
+        return with_check_additions(confine, roots, evidence, extra), None
     return None, check_env(scrubbed_env(), roots, evidence, extra)
 
 
-def confined(
+def with_check_additions(
     inner: Confinement,
     roots: Sequence[Path],
     evidence: Reporter | None = None,

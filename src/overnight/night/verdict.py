@@ -36,7 +36,7 @@ from overnight.core.suite import record_for
 from overnight.core.tasks import Task
 from overnight.core.text import clip
 from overnight.installed import installed_module_names
-from overnight.night.checkouts import NoTimeLeft, Ran, RunCheck, SetupFailed, ran_fields
+from overnight.night.checkouts import NoTimeLeft, RanCommand, RunCheck, SetupFailed, ran_fields
 from overnight.night.planner import verify_prefixes
 from overnight.night.testrun import runner_touches
 from overnight.night.worktree import Worktree
@@ -82,7 +82,7 @@ class _Verified:
 
     commit: str
     task: str
-    ran: Ran
+    ran: RanCommand
 
 
 def protection_for(spec: Spec, files_at_base: set[str], dirs_at_base: set[str]) -> Protection:
@@ -341,7 +341,7 @@ class Verdicts:
         return known if known is not None and known.commit == self.state.base_commit else None
 
     @staticmethod
-    def judge(ran: Ran, base: tuple[BaseTests, Scope] | None) -> Judgement:
+    def judge(ran: RanCommand, base: tuple[BaseTests, Scope] | None) -> Judgement:
         record, scope = base if base is not None else (None, None)
         return judge_tests(ran.tests, ran.result.exit_code, record, scope)
 
@@ -400,7 +400,7 @@ def predicate_fields(record: PredicateRecord) -> dict[str, object]:
 
 
 def judged_predicate(
-    ran: Ran, base: tuple[BaseTests, Scope] | None, places: Places
+    ran: RanCommand, base: tuple[BaseTests, Scope] | None, places: Places
 ) -> PredicateRecord:
     """The goal predicate's record from its run: for pytest, judged per test against the base
     record; a timeout is never met. Its detail, which the replan shows a model, has the run's

@@ -3,7 +3,7 @@
 The user's checkout is never touched: the run works in a separate worktree on the branch
 ``overnight/<run-id>``, created at the commit the user had checked out. A task's changes
 become a *candidate* commit first, built by the harness from the files it reads in the
-worktree (:mod:`overnight.night.candidate`); the verify runs on a clean checkout of exactly
+worktree (:mod:`overnight.night.candidate_commit`); the verify runs on a clean checkout of exactly
 that commit, written by the harness from the object store; only a verified candidate moves
 the branch (``update-ref``, its old value checked). No git process ever runs in, or reads, a
 directory that sandboxed code wrote: git works on the repository's git directory as a bare
@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from overnight.core.candidate import CandidateRules
+from overnight.core.candidate_rules import CandidateRules
 from overnight.core.errors import ConfigError, DiskFull, WorkspaceError
 from overnight.core.places import RUN_DIR, WORKSPACE, Places
 from overnight.night import git
-from overnight.night.candidate import (
+from overnight.night.candidate_commit import (
     SYMLINK,
     Candidate,
     build,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,10 +61,15 @@ def connect(spec: McpServerSpec, base_dir: Path, confine: Confine) -> McpConnect
 class McpServer:
     """One server as the night sees it: its listing, fetched once and kept."""
 
-    def __init__(self, spec: McpServerSpec, connection: McpConnection) -> None:
+    def __init__(
+        self,
+        spec: McpServerSpec,
+        connection: McpConnection,
+        listing: dict[str, ListedTool] | None = None,
+    ) -> None:
         self.spec = spec
         self.connection = connection
-        self._listing: dict[str, ListedTool] | None = None
+        self._listing = listing
         self._problem = ""
         self._failed_at: float | None = None
         self._lock = threading.Lock()
@@ -211,12 +216,19 @@ def usable_schema(schema: Mapping[str, Any]) -> bool:
 
 
 def mcp_tools(
-    spec: ToolsSpec, *, base_dir: Path, confine: Confine, default_timeout_s: float | None = None
+    spec: ToolsSpec,
+    *,
+    base_dir: Path,
+    confine: Confine,
+    default_timeout_s: float | None = None,
+    started: Sequence[McpServer] = (),
 ) -> list[Tool]:
-    """The allowed tools of every ``[[tools.mcp]]`` server; nothing is started yet."""
+    """The allowed tools of every ``[[tools.mcp]]`` server: the ``started`` ones (by
+    ``start_servers``, before the night) as they are, any other started on first use."""
+    by_name = {s.spec.name: s for s in started}
     tools: list[Tool] = []
     for entry in spec.mcp:
-        server = McpServer(entry, connect(entry, base_dir, confine))
+        server = by_name.get(entry.name) or McpServer(entry, connect(entry, base_dir, confine))
         tools += [McpTool(server, name, default_timeout_s) for name in entry.allow]
     return tools
 
@@ -224,17 +236,20 @@ def mcp_tools(
 # --------------------------------------------------------------------------- spec check
 
 
-def check_servers(spec: ToolsSpec, *, base_dir: Path, confine: Confine) -> None:
+def start_servers(spec: ToolsSpec, *, base_dir: Path, confine: Confine) -> list[McpServer]:
     """Start (or reach) every server, list its tools and hold the entry to them: each
     allowed tool is offered, with a valid input schema, and every one the entry does not list
-    as read-only has a task key naming arguments it takes. A ``ConfigError`` (several:
-    ``SpecProblems``) otherwise; every server started here is stopped again."""
+    as read-only has a task key naming arguments it takes. The servers, started and listed,
+    for the night to use; a ``ConfigError`` (several: ``SpecProblems``) otherwise, every
+    server started here stopped again."""
     problems: list[ConfigError] = []
+    servers: list[McpServer] = []
     for entry in spec.mcp:
         connection = connect(entry, base_dir, confine)
         try:
             listing = connection.list_tools()
         except Exception as exc:
+            connection.close()
             problems.append(
                 ConfigError(
                     f"tools.mcp.{entry.name}",
@@ -244,13 +259,22 @@ def check_servers(spec: ToolsSpec, *, base_dir: Path, confine: Confine) -> None:
                 )
             )
             continue
-        finally:
-            connection.close()
+        servers.append(McpServer(entry, connection, listing))
         problems += entry_problems(entry, listing)
+    if problems:
+        for server in servers:
+            server.connection.close()
     if len(problems) == 1:
         raise problems[0]
     if problems:
         raise SpecProblems(problems)
+    return servers
+
+
+def check_servers(spec: ToolsSpec, *, base_dir: Path, confine: Confine) -> None:
+    """``start_servers``, and every server started stopped again."""
+    for server in start_servers(spec, base_dir=base_dir, confine=confine):
+        server.connection.close()
 
 
 def entry_problems(entry: McpServerSpec, listing: Mapping[str, ListedTool]) -> list[ConfigError]:

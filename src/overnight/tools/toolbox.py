@@ -20,7 +20,7 @@ from overnight.seams import Tool, ToolContext, ToolError, ToolOutcome
 from overnight.tools.command import RunCommandTool
 from overnight.tools.external import load_external
 from overnight.tools.files import EditFileTool, ReadFileTool, WriteFileTool
-from overnight.tools.mcp import mcp_tools
+from overnight.tools.mcp import McpServer, mcp_tools
 from overnight.tools.paths import tool_places
 from overnight.tools.search import ListFilesTool, SearchTextTool
 
@@ -70,17 +70,22 @@ class Toolbox:
         *,
         base_dir: Path | None = None,
         confine: Callable[[], Confinement | None] | None = None,
+        mcp_servers: Sequence[McpServer] = (),
     ) -> Toolbox:
         """The tools ``spec`` allows. ``[[tools.mcp]]`` servers need ``confine``: the sandbox
         a stdio server starts in (returning None: unsandboxed), and ``base_dir``, the spec's
-        directory."""
+        directory; ``mcp_servers`` are those started already (``start_servers``)."""
         tools: list[Tool] = [build_tool(name, spec) for name in BUILTIN_TOOLS if name in spec.allow]
         tools += [load_external(e, spec.command_timeout_s) for e in spec.external]
         if spec.mcp:
             if confine is None or base_dir is None:
                 raise ValueError("MCP servers need the spec's directory and a sandbox (confine)")
             tools += mcp_tools(
-                spec, base_dir=base_dir, confine=confine, default_timeout_s=spec.command_timeout_s
+                spec,
+                base_dir=base_dir,
+                confine=confine,
+                default_timeout_s=spec.command_timeout_s,
+                started=mcp_servers,
             )
         return cls(tools)
 

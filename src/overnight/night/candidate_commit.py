@@ -1,7 +1,7 @@
 """A task's candidate commit, built from the worktree by the harness, not by git.
 
 The harness walks the worktree itself (``os.scandir`` and ``lstat``, never following a
-link), decides which files make the candidate (:mod:`overnight.core.candidate`), hashes each
+link), decides which files make the candidate (:mod:`overnight.core.candidate_rules`), hashes each
 changed file with a streaming SHA, and hands git only the bytes of the files that changed
 (``hash-object -w --no-filters --stdin``, fed from a file the harness opened with
 ``O_NOFOLLOW``). The tree is built in a private index file (``read-tree``, ``update-index
@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from overnight.core.candidate import (
+from overnight.core.candidate_rules import (
     CandidateRules,
     Notes,
     Refusal,

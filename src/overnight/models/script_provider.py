@@ -1,6 +1,6 @@
 """The ``script`` provider: a model that answers from a script file, no key and no network.
 
-Each purpose's turns are given in order (``overnight.config.script``). When a purpose's turns
+Each purpose's turns are given in order (``overnight.config.model_script``). When a purpose's turns
 run out: a plan or a drift verdict is the last one again; a replan adds nothing; a drift check
 with no turn at all finds every task on goal; every other purpose answers the text ``done``
 (an agent task's conversation then ends).
@@ -16,7 +16,7 @@ import itertools
 import json
 import threading
 
-from overnight.config.script import ANSWER_TOOLS, Script, ToolCall, Turn
+from overnight.config.model_script import ANSWER_TOOLS, Script, ToolCall, Turn
 from overnight.core.budget import Usage
 from overnight.messages.types import (
     ContentBlock,

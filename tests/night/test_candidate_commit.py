@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.core.candidate import rules_for
+from overnight.core.candidate_rules import rules_for
 from overnight.core.errors import DiskFull
 from overnight.night.worktree import Worktree, create_worktree
 

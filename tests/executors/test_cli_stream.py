@@ -7,7 +7,7 @@ import json
 
 from overnight.core.tasks import Task
 from overnight.executors import build_prompt
-from overnight.executors.events import ClaudeReader, CodexReader, Reader
+from overnight.executors.cli_stream import ClaudeReader, CodexReader, Reader
 from overnight.executors.runner import MAX_PROMPT, changes, snapshot
 
 

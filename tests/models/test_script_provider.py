@@ -11,16 +11,21 @@ from typing import Any
 
 import pytest
 
-from overnight.config.script import Script, parse_script
+from overnight.config.model_script import Script, parse_script
 from overnight.config.spec import check_model_settings, load_spec
 from overnight.core.drift import DriftVerdict
 from overnight.core.errors import ConfigError
 from overnight.messages.answers import DRIFT_TOOL, PLAN_TOOL, REPLAN_TOOL, PlanAnswer, ReplanAnswer
 from overnight.messages.types import ModelRequest, coerce_response, estimate_input_tokens
 from overnight.models.providers import build_client
-from overnight.models.script import ScriptModel
+from overnight.models.script_provider import ScriptModel
 from overnight.models.structured import parse_answer
-from overnight.night.prompts import drift_request, plan_request, replan_request, summary_request
+from overnight.night.harness_requests import (
+    drift_request,
+    plan_request,
+    replan_request,
+    summary_request,
+)
 from tests.helpers.nights import spec_data, write_spec
 from tests.helpers.project import GOAL, branches, calc_repo, home, overnight, readme_block
 from tests.helpers.toml import dumps
