@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from overnight.audit.model import Audit
+from overnight.audit.findings import Audit
 from overnight.audit.run import audit_run
 from overnight.clock import FakeClock
 from overnight.core.tasks import Task

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.audit.model import Audit
+from overnight.audit.findings import Audit
 from tests.audit.nights import copy_run, result_of, rewrite_result, work_night
 from tests.helpers.kills import overnight
 from tests.helpers.nights import cli_env

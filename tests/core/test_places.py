@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from overnight.core.places import Places
 from overnight.process import MAX_OUTPUT, placed_output, run_command
 from overnight.seams import ToolContext
-from overnight.tools.command import RunCommandTool
 from overnight.tools.files import ReadFileTool
+from overnight.tools.run_command import RunCommandTool
 from overnight.tools.toolbox import Toolbox
 
 

@@ -176,7 +176,7 @@ def test_the_fleet_modules_stay_out_of_a_single_machine_night(tmp_path: Path) ->
     import sys
 
     code = (
-        "import sys, overnight, overnight.api, overnight.cli.commands, overnight.night.runs\n"
+        "import sys, overnight, overnight.api, overnight.cli.handlers, overnight.night.runs\n"
         "bad = [m for m in ('temporalio', 'psycopg', 'psycopg_pool', 'overnight.fleet')"
         " if m in sys.modules]\n"
         "print(bad)\n"

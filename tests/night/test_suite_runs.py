@@ -68,7 +68,8 @@ def start_check_runs(tmp_path: Path, untracked: dict[str, str]) -> int:
         (repo / path).write_text(text)
     counter = tmp_path / "runs.txt"
     spec = make_spec(repo, predicate=f"echo run >> {counter}; {SUITE}", model=False)
-    check_predicate(spec, sandbox_policy(spec, tmp_path / "run"))
+    policy = sandbox_policy(spec, tmp_path / "run")
+    check_predicate(spec.predicate, spec.workspace_path(), policy, hours=spec.budget.hours)
     return len(counter.read_text().splitlines())
 
 

@@ -33,6 +33,7 @@ from overnight.messages.types import ModelRequest
 from overnight.night import worktree as ws
 from overnight.night.compose import compose
 from overnight.night.night import Night
+from overnight.night.runs import night_rules
 from overnight.night.signals import Signals
 from overnight.seams import ExecContext
 from overnight.store.journal import read_journal
@@ -135,7 +136,7 @@ def test_goal_met_outranks_a_refused_reservation_already_on_the_books(
         expected_goal_sha=goal.sha256,
         model=ScriptedModel(),
     )
-    night = Night(spec, rd, state, goal, signals, parts)
+    night = Night(night_rules(spec), rd, state, goal, signals, parts)
     try:
         with pytest.raises(BudgetRefused):
             night.ledger.reserve("fake-opus", 10_000, 64_000)  # $1.65 against $1.00

@@ -255,7 +255,8 @@ def test_importing_one_module_does_not_import_the_night() -> None:
 
 #: Module basenames that more than one module may share, each with exactly the modules that
 #: share it. One name per concern: two modules of one name must be the same kind of thing in
-#: parallel packages, so that the name alone says what either is.
+#: parallel packages, so that the name alone says what either is; a new module of another kind
+#: takes a name of its own.
 PARALLEL_TWINS: dict[str, set[str]] = {
     # ``cli/<command>.py`` is the command line of what it names; ``config/<section>.py`` is the
     # model of that section of ``night.toml``, beside the package that acts on it.
@@ -272,18 +273,6 @@ PARALLEL_TWINS: dict[str, set[str]] = {
     "run.py": {"audit/run.py", "replay/run.py"},
 }
 
-#: Shared names that are not the same kind of thing, left for a later rename. This list only
-#: shrinks: a new module takes a name of its own.
-NOT_YET_RENAMED: dict[str, set[str]] = {
-    "answers.py": {"messages/answers.py", "store/answers.py"},
-    "command.py": {"executors/command.py", "tools/command.py"},
-    "commands.py": {"cli/commands.py", "night/commands.py"},
-    "model.py": {"audit/model.py", "replay/model.py"},
-    "report.py": {"calibration/report.py", "fleet/report.py"},
-    "shell.py": {"core/shell.py", "tools/shell.py"},
-    "view.py": {"report/view.py", "sandbox/view.py"},
-}
-
 
 def shared_basenames() -> dict[str, set[str]]:
     """Module basename -> the modules (relative to the package) of that name, for every name
@@ -296,15 +285,118 @@ def shared_basenames() -> dict[str, set[str]]:
 
 
 def test_no_two_modules_share_a_name_unless_they_are_parallel() -> None:
-    allowed = PARALLEL_TWINS | NOT_YET_RENAMED
-    assert not PARALLEL_TWINS.keys() & NOT_YET_RENAMED.keys()
     shared = shared_basenames()
     assert len(MODULES) > 100  # the package was actually read
     # a name shared by modules the allowlist does not name, or an entry no longer needed
-    assert {n: p for n, p in shared.items() if allowed.get(n) != p} == {}
-    assert sorted(allowed.keys() - shared.keys()) == []
+    assert {n: p for n, p in shared.items() if PARALLEL_TWINS.get(n) != p} == {}
+    assert sorted(PARALLEL_TWINS.keys() - shared.keys()) == []
 
 
 def test_the_name_check_finds_a_shared_name() -> None:
     assert shared_basenames()["run.py"] == {"audit/run.py", "replay/run.py"}
     assert "__init__.py" not in shared_basenames()
+
+
+#: The modules of ``overnight.night`` that may take a whole ``Spec``: where a spec is checked
+#: (``preflight``), resolved once (``resolve``), composed into a night's collaborators
+#: (``compose``) and written into a run directory (``runs``). Every other module of the night,
+#: and ``overnight.telemetry``, is handed the sections of the spec it reads.
+TAKES_A_SPEC = {
+    "overnight.night.compose",
+    "overnight.night.preflight",
+    "overnight.night.resolve",
+    "overnight.night.runs",
+}
+
+
+def names_spec(annotation: ast.expr | None) -> bool:
+    """Whether an annotation names the whole ``Spec`` (``Spec``, ``Spec | None``,
+    ``spec.Spec``, ``"Spec"``); a section's model (``PredicateSpec``) is another name."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return False
+    if annotation is None:
+        return False
+    return any(
+        (isinstance(node, ast.Name) and node.id == "Spec")
+        or (isinstance(node, ast.Attribute) and node.attr == "Spec")
+        for node in ast.walk(annotation)
+    )
+
+
+def spec_takers(module: str, source: str) -> list[str]:
+    """Every parameter of a function or method, and every field of a class (a dataclass's),
+    annotated with the whole ``Spec``: ``module:line where name: annotation``."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                a = child.args
+                extra = [p for p in (a.vararg, a.kwarg) if p is not None]
+                for param in [*a.posonlyargs, *a.args, *a.kwonlyargs, *extra]:
+                    if names_spec(param.annotation):
+                        said = ast.unparse(param.annotation) if param.annotation else ""
+                        found.append(
+                            f"{module}:{param.lineno} {where}{child.name}() takes "
+                            f"{param.arg}: {said}"
+                        )
+                visit(child, f"{where}{child.name}.")
+            elif isinstance(child, ast.ClassDef):
+                for item in child.body:
+                    if isinstance(item, ast.AnnAssign) and names_spec(item.annotation):
+                        found.append(
+                            f"{module}:{item.lineno} {where}{child.name}.{ast.unparse(item.target)}"
+                            f" is a field: {ast.unparse(item.annotation)}"
+                        )
+                visit(child, f"{where}{child.name}.")
+            else:
+                visit(child, where)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def test_the_spec_check_finds_a_whole_spec_taken() -> None:
+    source = """
+from dataclasses import dataclass
+
+class Verdicts:
+    def __init__(self, spec: Spec, run: RunSpec) -> None: ...
+
+@dataclass(frozen=True)
+class Facts:
+    spec: config.Spec | None
+    predicate: PredicateSpec
+
+def check(*, spec: "Spec", model: ModelSpec | None) -> None:
+    def inner(*specs: Spec) -> None: ...
+"""
+    assert spec_takers("m", source) == [
+        "m:5 Verdicts.__init__() takes spec: Spec",
+        "m:9 Facts.spec is a field: config.Spec | None",
+        "m:12 check() takes spec: 'Spec'",
+        "m:13 check.inner() takes specs: Spec",
+    ]
+
+
+def test_nothing_downstream_of_the_resolution_takes_a_whole_spec() -> None:
+    """A collaborator a night is built from is handed the parts of the spec it reads (a
+    section's model such as ``PredicateSpec``, or plain values), so that its signature says
+    what it depends on; only the resolution, the checks, the composition and the runs take a
+    whole ``Spec``."""
+    night = {n for n in MODULES if n.startswith("overnight.night.")}
+    telemetry = {n for n in MODULES if n.startswith("overnight.telemetry.")}
+    assert night >= TAKES_A_SPEC and len(night) > 20 and telemetry  # the package was read
+    offenders = [
+        found
+        for name in sorted((night - TAKES_A_SPEC) | telemetry)
+        for found in spec_takers(name, MODULES[name].read_text())
+    ]
+    assert offenders == [], (
+        "hand these the sections of the spec they read, not the whole Spec: " + "; ".join(offenders)
+    )
+    # each module allowed a whole Spec still takes one (an entry no longer needed goes)
+    assert [n for n in sorted(TAKES_A_SPEC) if not spec_takers(n, MODULES[n].read_text())] == []

@@ -84,7 +84,7 @@ def test_harness_memory_stays_bounded_under_a_flood_of_output(tmp_path: Path) ->
         os.environ["ANTHROPIC_API_KEY"] = {SECRET!r}
         from overnight.process import run_command
         from overnight.seams import ToolContext
-        from overnight.tools.command import RunCommandTool
+        from overnight.tools.run_command import RunCommandTool
         from overnight.tools.files import ReadFileTool
         work = Path(sys.argv[1])
         result = run_command(

@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from overnight.cli.commands import main
 from overnight.cli.demo import run_demo
+from overnight.cli.handlers import main
 from overnight.core.budget import Usage
 from overnight.core.errors import ConfigError
 from overnight.messages.types import ModelRequest, ModelResponse
 from overnight.replay import recording_of_run, render_replay, replay, shipped_recording
-from overnight.store.answers import ANSWERS_FILE, MAX_RECORD_BYTES, AnswerRecorder
+from overnight.store.answer_log import ANSWERS_FILE, MAX_RECORD_BYTES, AnswerRecorder
 from overnight.store.journal import read_intact_records
 from overnight.store.trace import REDACTED
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.cli.commands import EXIT_NO_RESULT, EXIT_USAGE, main
+from overnight.cli.handlers import EXIT_NO_RESULT, EXIT_USAGE, main
 from overnight.report.facts import fmt_usd, read_extras, read_lessons
 from overnight.report.html import render_html
 from overnight.report.markdown import render_markdown

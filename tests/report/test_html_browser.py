@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.cli.commands import main
+from overnight.cli.handlers import main
 from tests.report.runs import EVIL_TITLE
 
 #: Screenshots go here when OVERNIGHT_SCREENSHOTS names a folder (for a person to look at);

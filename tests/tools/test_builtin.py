@@ -15,8 +15,8 @@ from overnight.sandbox.bwrap import build_sandbox
 from overnight.sandbox.policy import Counted
 from overnight.seams import ToolContext, ToolError
 from overnight.tools import files, search
-from overnight.tools.command import RunCommandTool
 from overnight.tools.files import EditFileTool, ReadFileTool, WriteFileTool
+from overnight.tools.run_command import RunCommandTool
 from overnight.tools.search import ListFilesTool, SearchTextTool
 from overnight.tools.shell import parse_command
 from tests.helpers.nights import make_repo

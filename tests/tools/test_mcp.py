@@ -720,7 +720,7 @@ def test_the_readme_example_is_a_valid_entry() -> None:
 def test_nothing_outside_the_mcp_modules_imports_the_sdk() -> None:
     code = (
         "import sys, overnight.night.compose, overnight.night.preflight, overnight.tools.mcp, "
-        "overnight.cli.commands; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "overnight.cli.handlers; print(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('mcp', 'mcp_types')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

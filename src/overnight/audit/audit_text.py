@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from overnight.audit.model import Audit
+from overnight.audit.findings import Audit
 from overnight.core.text import printable
 
 

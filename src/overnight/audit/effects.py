@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from overnight.audit.findings import AuditCheck, check
 from overnight.audit.inputs import RunFiles
-from overnight.audit.model import AuditCheck, check
 
 
 def _label(tool: Any, task: Any, key: Any) -> str:

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
+from overnight.audit.findings import AuditCheck, check
 from overnight.audit.inputs import RunFiles
-from overnight.audit.model import AuditCheck, check
 from overnight.config.price_record import table_from_record
 from overnight.core.budget import PriceTable, Usage, to_nanos, to_usd
 from overnight.core.errors import ConfigError

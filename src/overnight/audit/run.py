@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from overnight.audit.effects import effects_check
+from overnight.audit.findings import Audit, AuditCheck, Recomputed, check
 from overnight.audit.inputs import Unreadable, check_run_dir, read_run
-from overnight.audit.model import Audit, AuditCheck, Recomputed, check
 from overnight.audit.money import money_checks, reprice
 from overnight.audit.stop import (
     budget_checks,

@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from overnight.audit.findings import AuditCheck, check
 from overnight.audit.inputs import RunFiles
-from overnight.audit.model import AuditCheck, check
 from overnight.audit.money import Repriced, micro, usd
 from overnight.core.budget import (
     MONEY,

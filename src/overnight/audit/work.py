@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from overnight.audit import gitread
+from overnight.audit.findings import AuditCheck, check
 from overnight.audit.inputs import RunFiles
-from overnight.audit.model import AuditCheck, check
 from overnight.core.automation import Automation, automation_changes
 from overnight.core.errors import ConfigError, WorkspaceError
 from overnight.core.evidence import judge
@@ -172,7 +172,9 @@ def commit_check(
 def protection_of(files: RunFiles) -> Protection:
     """The run's protected paths, built as the harness builds them (base tree, spec)."""
     files_at_base, dirs_at_base = tree_paths(files.workspace, files.state.base_commit)
-    return protection_for(files.spec, files_at_base, dirs_at_base)
+    spec = files.spec
+    verifies = [t.verify for t in spec.tasks]
+    return protection_for(spec.predicate, verifies, files_at_base, dirs_at_base)
 
 
 def protected_check(files: RunFiles, landed: Landed, protection: Protection) -> AuditCheck | None:

@@ -26,7 +26,7 @@ from overnight.cli.estimate import spec_estimate
 from overnight.cli.uncommitted import harness_reads
 from overnight.config.model_script import Script
 from overnight.config.spec import Spec, load_spec
-from overnight.core.errors import ConfigError
+from overnight.core.errors import ConfigError, SpecProblems
 from overnight.core.resume import runs_pytest
 from overnight.core.text import printable
 from overnight.messages.types import ModelRequest, ModelResponse
@@ -39,11 +39,10 @@ from overnight.night.preflight import (
     program_of,
     tool_programs,
 )
-from overnight.night.resolve import check_spec, new_run_id, sandbox_policy
+from overnight.night.resolve import check_spec, check_spec_telemetry, new_run_id, sandbox_policy
 from overnight.night.startcheck import StartCheck, check_predicate
 from overnight.sandbox.policy import SandboxPolicy
 from overnight.store.rundir import default_runs_root
-from overnight.telemetry.setup import check_telemetry
 
 EXIT_SPEC = 64
 EXIT_MACHINE = 3
@@ -65,6 +64,12 @@ class Outcome:
 
 
 def _failed(name: str, exc: ConfigError) -> Outcome:
+    if isinstance(exc, SpecProblems):  # every problem, one per line, each with its fix
+        lines = [
+            f"{p.field}: {p.problem}" + (f" (fix: {p.fix})" if p.fix else "") for p in exc.problems
+        ]
+        said = "\n".join([f"{len(lines)} problems in the spec:", *lines])
+        return Outcome(name, "failed", said, spec_problem=True)
     return Outcome(name, "failed", f"{exc.field}: {exc.problem}", exc.fix, spec_problem=True)
 
 
@@ -138,13 +143,13 @@ def _settings_and_model(spec: Spec, workspace_ok: bool) -> tuple[Outcome, Outcom
         )
     try:
         check_spec(spec, programs=False)  # on the programs line
-        check_telemetry(spec)
+        check_spec_telemetry(spec)
     except ConfigError as exc:
-        if not exc.field.startswith("model"):
+        if isinstance(exc, SpecProblems) or not exc.field.startswith("model"):
             return _failed("settings", exc), Outcome("model", "skipped", "settings failed")
         try:
             check_spec(spec, model=_NoModel(), programs=False)
-            check_telemetry(spec)
+            check_spec_telemetry(spec)
         except ConfigError as again:
             return _failed("settings", again), Outcome("model", "skipped", "settings failed")
         return Outcome("settings", "ok", _settings_line(spec)), _failed("model", exc)
@@ -237,7 +242,9 @@ def _programs(spec: Spec) -> Outcome:
 
 def _predicate(spec: Spec, policy: SandboxPolicy) -> Outcome:
     try:
-        start: StartCheck = check_predicate(spec, policy)
+        start: StartCheck = check_predicate(
+            spec.predicate, spec.workspace_path(), policy, hours=spec.budget.hours
+        )
     except ConfigError as exc:
         return _failed("predicate", exc)
     said = f"`{spec.predicate.command}` runs on a clean checkout of {start.commit[:12]}"

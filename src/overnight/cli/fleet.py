@@ -251,7 +251,7 @@ def _schedule(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace, *, status: bool) -> int:
     from overnight.core.errors import ConfigError
     from overnight.fleet.database import connect_pool, migrate
-    from overnight.fleet.report import (
+    from overnight.fleet.fleet_report import (
         build_report,
         links,
         parse_since,

@@ -630,6 +630,7 @@ def parse_spec(data: dict[str, Any], base_dir: Path) -> Spec:
                 problems.append(ConfigError(field, *_unknown_key(tuple(err["loc"]))))
                 continue
             problems.append(ConfigError(field, err["msg"], _fix_for(field)))
+        problems += _model_problems(data, {p.field for p in problems})
         if len(problems) == 1:
             raise problems[0] from None
         raise SpecProblems(problems) from None
@@ -638,6 +639,23 @@ def parse_spec(data: dict[str, Any], base_dir: Path) -> Spec:
     except ValueError as exc:
         raise ConfigError("(spec)", str(exc)) from None
     return spec
+
+
+def _model_problems(data: dict[str, Any], seen: set[str]) -> list[ConfigError]:
+    """What ``check_model_settings`` says of a ``[model]`` table that is valid on its own, in
+    a spec that is not: listed with the other problems rather than after they are fixed."""
+    table = data.get("model")
+    if not isinstance(table, dict) or any(f.startswith("model") for f in seen):
+        return []
+    try:
+        model = ModelSpec.model_validate(table)
+    except (ValidationError, ValueError):
+        return []
+    try:
+        check_model_settings(model)
+    except ConfigError as exc:
+        return [exc]
+    return []
 
 
 def load_spec(path: Path) -> Spec:

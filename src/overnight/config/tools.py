@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from overnight.core.errors import ConfigError
-from overnight.core.shell import ShellSyntaxError, is_git_command, split_command
+from overnight.core.shell_words import ShellSyntaxError, is_git_command, split_command
 
 #: The built-in tools, in the order the model is shown them.
 BUILTIN_TOOLS: tuple[str, ...] = (

@@ -57,7 +57,7 @@ from overnight.process import (
     scrubbed_env,
 )
 from overnight.proxy import bridge
-from overnight.sandbox.view import SANDBOX_HOME
+from overnight.sandbox.machine_view import SANDBOX_HOME
 from overnight.seams import ExecContext, ExecResult, ModelAccess
 
 #: Seconds a CLI may go on after the proxy first refused one of its calls.

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from overnight.config.spec import Spec
+from overnight.config.spec import PredicateSpec
 from overnight.core.evidence import RunReport
 from overnight.core.text import clip
 from overnight.night.worktree import Worktree
@@ -73,17 +73,19 @@ class SetupFailed(Exception):
 
 
 class Checkouts:
+    """A night's clean checkouts, set up with the ``predicate``'s set-up command."""
+
     def __init__(
         self,
-        spec: Spec,
+        predicate: PredicateSpec,
         worktree: Worktree,
         trace: Trace,
         run: RunCheck,
         confinement: Callable[..., Confinement | None],
         log_name: Callable[[str], str],
     ) -> None:
-        self.command = spec.predicate.setup
-        self.timeout_s = spec.predicate.setup_timeout_s
+        self.command = predicate.setup
+        self.timeout_s = predicate.setup_timeout_s
         self.worktree = worktree
         self.trace = trace
         self.run = run

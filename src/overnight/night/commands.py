@@ -10,7 +10,6 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
-from overnight.config.spec import Spec
 from overnight.core.errors import Interrupted
 from overnight.core.state import RunState
 from overnight.core.tasks import CommandRun
@@ -31,11 +30,12 @@ from overnight.store.trace import Trace
 
 
 class NightCommands:
-    """How one night runs commands (see the module docstring)."""
+    """How one night runs commands (see the module docstring). ``pytest_plugins``: the
+    plugins a check that runs pytest loads (``[predicate] pytest_plugins``)."""
 
     def __init__(
         self,
-        spec: Spec,
+        pytest_plugins: list[str],
         run_dir: RunDir,
         state: RunState,
         sandbox: SandboxPolicy,
@@ -43,7 +43,7 @@ class NightCommands:
         trace: Trace,
         seconds_left: Callable[[], float],
     ) -> None:
-        self.spec = spec
+        self.pytest_plugins = pytest_plugins
         self.run_dir = run_dir
         self.state = state
         self.sandbox = sandbox
@@ -108,7 +108,7 @@ class NightCommands:
                 raise NoTimeLeft("no time was left to start a command")
             timeout_s = min(timeout_s, left)
         private_dir(self.run_dir.artifacts)
-        plugins = self.spec.predicate.pytest_plugins
+        plugins = self.pytest_plugins
         evidence = pytest_evidence(plugins, complete=complete) if tests else None
         with evidence or contextlib.nullcontext() as reporter:
             result = self._run_with(command, timeout_s, log, cwd, confine, reporter)

@@ -27,14 +27,14 @@ from overnight.night.attempts import Attempts, TaskExecutors
 from overnight.night.checkouts import Checkouts
 from overnight.night.commands import NightCommands
 from overnight.night.effect_holds import EffectHolds
-from overnight.night.ending import NightEnding
+from overnight.night.ending import EndingSections, NightEnding
 from overnight.night.judging import Judge
 from overnight.night.outage import OutageBoard
 from overnight.night.outputs import load_outputs
-from overnight.night.planner import Planner
+from overnight.night.planner import Planner, PlanRules
 from overnight.night.signals import Signals, sleep_until_stopped
 from overnight.night.timer import RunTimer
-from overnight.night.verdict import Verdicts
+from overnight.night.verdict import VerdictRules, Verdicts
 from overnight.night.worktree import Worktree
 from overnight.proxy.access import NightProxy
 from overnight.sandbox.policy import SandboxPolicy
@@ -47,7 +47,7 @@ from overnight.seams import (
     SharedCap,
     TaskExecutor,
 )
-from overnight.store.answers import ANSWERS_FILE, AnswerRecorder, placeholders
+from overnight.store.answer_log import ANSWERS_FILE, AnswerRecorder, placeholders
 from overnight.store.journal import Journal, read_journal
 from overnight.store.rundir import RunDir
 from overnight.store.trace import Trace
@@ -188,7 +188,7 @@ def compose(
         if model is None and spec.model is not None:
             board = OutageBoard(run_dir.outage, trace, clock)
             model = _spec_model(spec.model, clock, signals, board, timer)
-        tap = content_tap(spec)
+        tap = content_tap(spec.telemetry)
         if tap is not None and model is not None:
             model = tap.client(model)
         gateway = None
@@ -259,15 +259,18 @@ def hands_for(
     signals: Signals,
     parts: NightParts,
 ) -> NightHands:
-    """The collaborators of one night over its ``parts``."""
+    """The collaborators of one night over its ``parts``, each handed the parts of ``spec``
+    it reads."""
     timer, trace = parts.timer, parts.trace
+    predicate = spec.predicate
     commands = NightCommands(
-        spec, run_dir, state, parts.sandbox, signals, trace, timer.seconds_left
+        predicate.pytest_plugins, run_dir, state, parts.sandbox, signals, trace, timer.seconds_left
     )
     runs = (commands.run, commands.confinement, commands.log_name)
-    checkouts = Checkouts(spec, parts.worktree, trace, *runs)
+    checkouts = Checkouts(predicate, parts.worktree, trace, *runs)
+    verdict_rules = VerdictRules(predicate, spec.tools.commands, [t.verify for t in spec.tasks])
     verdicts = Verdicts(
-        spec, state, parts.worktree, checkouts.clean, trace, *runs, timer.seconds_left
+        verdict_rules, state, parts.worktree, checkouts.clean, trace, *runs, timer.seconds_left
     )
     judge = Judge(
         state,
@@ -282,11 +285,16 @@ def hands_for(
     )
     planner = None
     if parts.gateway is not None:
+        if spec.model is None:
+            raise ValueError("a planner needs the spec's [model]")
+        run = spec.run
+        plan_rules = PlanRules(spec.model, spec.tools.commands, run.retries, run.replan)
         planner = Planner(
-            spec, state, goal, expected_goal_sha, parts.gateway, trace, timer.seconds_used
+            plan_rules, state, goal, expected_goal_sha, parts.gateway, trace, timer.seconds_used
         )
+    sections = EndingSections(spec.model, spec.budget, predicate, spec.sandbox, spec.alerts)
     ending = NightEnding(
-        spec,
+        sections,
         state,
         goal,
         run_dir,

@@ -8,7 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from overnight.config.spec import Spec
+from overnight.config.alerts import AlertsSpec
+from overnight.config.sandbox import SandboxSpec
+from overnight.config.spec import BudgetSpec, ModelSpec, PredicateSpec
 from overnight.core.budget import BudgetReading, Ledger
 from overnight.core.endings import Stop
 from overnight.core.goal import Goal
@@ -23,11 +25,27 @@ from overnight.store.rundir import RunDir
 from overnight.store.trace import Trace
 
 
+@dataclass(frozen=True)
+class EndingSections:
+    """The sections of a night's spec that its end reads."""
+
+    model: ModelSpec | None
+    """Who writes the closing summary (None: it is rendered from the state alone)."""
+    budget: BudgetSpec
+    """Its ``usd``: the money cap the closing summary names."""
+    predicate: PredicateSpec
+    """Its ``command``, as the result reports it."""
+    sandbox: SandboxSpec
+    """Its mode, network and process limit, as the result reports them."""
+    alerts: AlertsSpec
+    """The alert the night's ending calls for."""
+
+
 @dataclass
 class NightEnding:
     """What the end of one night reads and writes."""
 
-    spec: Spec
+    sections: EndingSections
     state: RunState
     goal: Goal
     run_dir: RunDir
@@ -50,14 +68,15 @@ class NightEnding:
     ) -> TerminalResult:
         """End with ``stop``. ``checkpoint`` None: the run is not to be touched (a refused
         resume): result.json is written, nothing else of the run."""
+        model, cap = self.sections.model, self.sections.budget.usd
         partial, wrapup = closing_summary(
-            gateway, self.ledger, self.spec, self.state, self.goal, stop
+            gateway, self.ledger, model, cap, self.state, self.goal, stop
         )
         facts = self.closing_facts(budgets_at_stop or budgets(), budgets())
         result = finish_result(facts, stop, partial, wrapup)
         if checkpoint is not None:
             self.fence.check("result.json")
-        result = write_result(self.run_dir, result, self.spec.alerts, self.trace)
+        result = write_result(self.run_dir, result, self.sections.alerts, self.trace)
         if checkpoint is not None:
             self.worktree.drop_checkout()
             # A task held for a person's answer runs again on a resume once its effects are
@@ -82,7 +101,8 @@ class NightEnding:
             head, diff_stat = None, ""
         sandbox = self.sandbox.sandbox
         return ClosingFacts(
-            spec=self.spec,
+            predicate_command=self.sections.predicate.command,
+            sandbox=self.sections.sandbox,
             state=self.state,
             goal=self.goal,
             budgets_at_stop=budgets_at_stop,

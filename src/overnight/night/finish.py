@@ -16,7 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from overnight.config.alerts import AlertsSpec
-from overnight.config.spec import Spec
+from overnight.config.sandbox import SandboxSpec
+from overnight.config.spec import ModelSpec
 from overnight.core.budget import (
     FLEET_MONEY,
     MONEY,
@@ -83,7 +84,11 @@ class ClosingFacts:
     """The night as it stands once the closing summary is paid for: what the terminal result
     is built from, read once."""
 
-    spec: Spec
+    predicate_command: str
+    """``[predicate] command``, as the result reports it."""
+    sandbox: SandboxSpec
+    """The ``[sandbox]`` section: its mode, network and process limit, as the result reports
+    them."""
     state: RunState
     goal: Goal
     budgets_at_stop: dict[str, BudgetReading]
@@ -190,21 +195,21 @@ def _summary_facts(
 def closing_summary(
     gateway: ModelGateway | None,
     ledger: Ledger,
-    spec: Spec,
+    model: ModelSpec | None,
+    cap: float,
     state: RunState,
     goal: Goal,
     stop: Stop,
 ) -> tuple[str, Wrapup]:
-    """One call with no tools, from the reserve; on any failure, the structured rendering."""
+    """One call with no tools, from the reserve, to ``model`` (None: none is made); on any
+    failure, the structured rendering. ``cap``: the money cap (``[budget] usd``) it names."""
     before = ledger.spent_nanos
-    cap = spec.budget.usd
 
     def structured() -> str:
         return structured_summary(state, stop, ledger.spent_usd, cap)
 
-    if gateway is None or spec.model is None:
+    if gateway is None or model is None:
         return structured(), Wrapup(source="structured", cost_usd=0.0)
-    model = spec.model
     try:
         facts = _summary_facts(state, goal, stop, ledger.spent_usd, cap)
         request = summary_request(model.name, model.summary_max_tokens, facts)
@@ -327,7 +332,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
         warnings=_warnings(totals.warnings),
         predicate=(
             PredicateBlock(
-                command=f.spec.predicate.command,
+                command=f.predicate_command,
                 met=s.last_predicate.met,
                 exit_code=s.last_predicate.exit_code,
                 detail=clip(s.last_predicate.detail, DETAIL_KEPT, more="the whole output: trace"),
@@ -358,8 +363,8 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
         trace_lines_dropped=f.trace_lines_dropped,
         effects=f.effects,
         sandbox=SandboxBlock(
-            mode=f.spec.sandbox.mode,
-            network=f.spec.sandbox.network,
+            mode=f.sandbox.mode,
+            network=f.sandbox.network,
             sandboxed_commands=s.sandboxed_commands,
             unsandboxed_commands=s.unsandboxed_commands,
             uid=None if f.sandbox_identity is None else f.sandbox_identity.uid,
@@ -368,7 +373,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
             process_limit=(
                 ""
                 if f.sandbox_identity is None
-                else f.sandbox_identity.process_limit(f.spec.sandbox.processes)
+                else f.sandbox_identity.process_limit(f.sandbox.processes)
             ),
         ),
         executor=cli_account(f.trace_ref),

@@ -9,9 +9,10 @@ back at that check. ``start_run`` and ``resume_run`` (in ``overnight.night.runs`
 from __future__ import annotations
 
 import traceback
+from dataclasses import dataclass
 from functools import cached_property
 
-from overnight.config.spec import Spec
+from overnight.config.spec import BudgetSpec, RunSpec
 from overnight.core.budget import STEPS, BudgetReading, budget_readings
 from overnight.core.endings import Stop, StopFacts, classify_exception, should_stop
 from overnight.core.errors import Interrupted
@@ -31,19 +32,33 @@ from overnight.store.run_state import RunStateStore
 from overnight.store.rundir import RunDir
 
 
+@dataclass(frozen=True)
+class NightRules:
+    """What the loop of a night reads of its spec."""
+
+    run: RunSpec
+    """``[run]``: a task's retries, the no-progress limit, how often drift is checked."""
+    budget: BudgetSpec
+    """``[budget]``: the steps and hours limits the budgets are read against."""
+    sets_up: bool
+    """``[predicate] setup`` names a command: the worktree is set up when the night starts."""
+    tasks_given: bool
+    """The spec lists ``[[tasks]]``: the night does not plan its queue."""
+
+
 class Night:
     """One run being driven by this process, given its parts (``overnight.night.compose``)."""
 
     def __init__(
         self,
-        spec: Spec,
+        rules: NightRules,
         run_dir: RunDir,
         state: RunState,
         goal: Goal,
         signals: Signals,
         parts: NightParts,
     ) -> None:
-        self.spec = spec
+        self.rules = rules
         self.run_dir = run_dir
         self.state = state
         self.goal = goal
@@ -95,8 +110,8 @@ class Night:
         return budget_readings(
             self.ledger,
             self.timer.fractions,
-            steps=(self.state.steps_used, self.spec.budget.steps),
-            seconds=(self.seconds_used(), self.spec.budget.hours * 3600.0),
+            steps=(self.state.steps_used, self.rules.budget.steps),
+            seconds=(self.seconds_used(), self.rules.budget.hours * 3600.0),
             fleet=None if cap is None else (cap.spent_usd(), cap.limit_usd),
         )
 
@@ -107,7 +122,7 @@ class Night:
             budgets=self.budgets(),
             drift_score=s.drift_score,
             no_progress_streak=s.no_progress_streak,
-            no_progress_limit=self.spec.run.no_progress_after,
+            no_progress_limit=self.rules.run.no_progress_after,
             queue_length=len(s.queue),
             interrupted_by=self.signals.requested,
             fatal=self.fatal,
@@ -154,7 +169,7 @@ class Night:
         With no time left none of it starts: the stop check ends the night at once."""
         self.commands.end_leftover_command()
         self.holds.release_reviewed()
-        if self.spec.predicate.setup is not None and self.seconds_left() > 0:
+        if self.rules.sets_up and self.seconds_left() > 0:
             self.judge.set_up_worktree()
         flight = self.state.in_progress
         if flight is not None:
@@ -167,7 +182,7 @@ class Night:
         if self.seconds_left() <= 0:
             self.checkpoint()
             return
-        if not self.state.goal_met and not self.state.planned and not self.spec.tasks:
+        if not self.state.goal_met and not self.state.planned and not self.rules.tasks_given:
             if self.signals.requested:  # planning is new work: none starts after a signal
                 raise Interrupted(self.signals.requested)
             self.planner_of().plan()
@@ -200,7 +215,7 @@ class Night:
         if (
             self.gateway is not None
             and s.queue
-            and s.tasks_since_drift >= self.spec.run.drift_every
+            and s.tasks_since_drift >= self.rules.run.drift_every
             and should_stop(self.facts()) is None  # no verdict changes an ending already due
         ):
             self.planner_of().drift_check()
@@ -219,7 +234,7 @@ class Night:
         last verdict. Attempts are counted across the run's processes (``state.attempts``).
         Raises ``NoTimeLeft`` (the task left IN_PROGRESS) when its verify cannot be given the
         time to answer."""
-        retries = task.retries if task.retries is not None else self.spec.run.retries
+        retries = task.retries if task.retries is not None else self.rules.run.retries
         earlier = ""
         while True:
             attempt = self.state.start_task(task)

@@ -8,9 +8,10 @@ and its goal; it changes the state only through the state's transitions.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from overnight.config.spec import Spec
+from overnight.config.spec import ModelSpec
 from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.errors import InvalidModelOutput
 from overnight.core.goal import Goal
@@ -52,12 +53,27 @@ def check_verifies(tasks: list[PlannedTask], prefixes: list[list[str]]) -> None:
             raise InvalidModelOutput(f"task {t.id!r}: its verify is refused: {exc}") from exc
 
 
+@dataclass(frozen=True)
+class PlanRules:
+    """What the planner of a night reads of its spec."""
+
+    model: ModelSpec
+    """The ``[model]`` the harness asks: its name and ``max_tokens``."""
+    commands: list[str]
+    """``[tools] commands``: the prefixes a planned task's verify may start with, which the
+    plan and the replan requests name."""
+    retries: int
+    """``[run] retries``: how many times a planned task is tried again."""
+    replan: bool
+    """``[run] replan``: whether the queue is extended as it is worked through."""
+
+
 class Planner:
     """Plan, replan and drift check for one night."""
 
     def __init__(
         self,
-        spec: Spec,
+        rules: PlanRules,
         state: RunState,
         goal: Goal,
         expected_goal_sha: str,
@@ -65,18 +81,16 @@ class Planner:
         trace: EventSink,
         seconds_used: Callable[[], float],
     ) -> None:
-        if spec.model is None:
-            raise ValueError("a planner needs the spec's [model]")
-        self.spec = spec
+        self.rules = rules
         self.state = state
         self.goal = goal
         self.expected_goal_sha = expected_goal_sha
         self.gateway = gateway
         self.trace = trace
         self.seconds_used = seconds_used
-        self.model = spec.model.name
-        self.max_tokens = spec.model.max_tokens
-        self.prefixes = verify_prefixes(spec.tools.commands)
+        self.model = rules.model.name
+        self.max_tokens = rules.model.max_tokens
+        self.prefixes = verify_prefixes(rules.commands)
 
     def check_verifies(self, tasks: list[PlannedTask]) -> None:
         check_verifies(tasks, self.prefixes)
@@ -88,7 +102,7 @@ class Planner:
         try:
             answer = ask_structured(
                 self.gateway.call,
-                plan_request(self.model, self.max_tokens, self.goal.text, self.spec.tools.commands),
+                plan_request(self.model, self.max_tokens, self.goal.text, self.rules.commands),
                 PlanAnswer,
                 PLAN_TOOL.name,
                 check=lambda a: self.check_verifies(a.tasks),
@@ -96,7 +110,7 @@ class Planner:
         except InvalidModelOutput as exc:
             self.park_planning("plan", exc.detail)
             return
-        tasks = [planned_to_task(p, "plan", self.spec.run.retries) for p in answer.tasks]
+        tasks = [planned_to_task(p, "plan", self.rules.retries) for p in answer.tasks]
         added = self.state.add_tasks(tasks)
         self.trace.event("decision", decision="planned", tasks=[t.id for t in added])
 
@@ -115,7 +129,7 @@ class Planner:
 
     def should_replan(self, has_executor: bool) -> bool:
         s = self.state
-        return self.spec.run.replan and has_executor and bool(s.queue) and not s.goal_met
+        return self.rules.replan and has_executor and bool(s.queue) and not s.goal_met
 
     def replan(self) -> None:
         s = self.state
@@ -126,7 +140,7 @@ class Planner:
             "goal_check": (s.last_predicate.detail[-800:] if s.last_predicate else ""),
         }
         request = replan_request(
-            self.model, self.max_tokens, self.goal.text, facts, self.spec.tools.commands
+            self.model, self.max_tokens, self.goal.text, facts, self.rules.commands
         )
         try:
             answer = ask_structured(
@@ -139,7 +153,7 @@ class Planner:
         except InvalidModelOutput as exc:
             self.park_planning("replan", exc.detail)
             return
-        tasks = [planned_to_task(p, "replan", self.spec.run.retries) for p in answer.add]
+        tasks = [planned_to_task(p, "replan", self.rules.retries) for p in answer.add]
         added = s.add_tasks(tasks)
         self.trace.event("decision", decision="replanned", added=[t.id for t in added])
 

@@ -13,6 +13,7 @@ import shlex
 import shutil
 from pathlib import Path
 
+from overnight.config.problems import Problems
 from overnight.config.spec import FIXES, Spec, check_model_settings, spec_import_path
 from overnight.core.budget import PriceTable
 from overnight.core.errors import ConfigError
@@ -26,16 +27,48 @@ from overnight.seams import ModelClient, TaskExecutor
 from overnight.store.rundir import overnight_home
 
 
-def check_spec_basics(spec: Spec) -> None:
-    """The repository and the spec's own consistency: what is checked before the sandbox
-    is built (``overnight.night.resolve``)."""
-    check_repository(spec.workspace_path())
+def check_spec_basics(spec: Spec, *, model_given: bool = False) -> None:
+    """The repository and the spec's own consistency, every problem at once (``SpecProblems``
+    for several): what is checked before the sandbox is built (``overnight.night.resolve``).
+    ``model_given``: the caller hands in its own model, whose settings are then not the
+    spec's to check."""
+    found = Problems()
+    with found.checking():
+        check_repository(spec.workspace_path())
     ids = [t.id for t in spec.tasks]
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
-        raise ConfigError("tasks", f"duplicate task ids {dupes}", "give every task its own id")
-    needs_model = not spec.tasks
-    if needs_model and spec.model is None:
+        found.add(ConfigError("tasks", f"duplicate task ids {dupes}", "give every task its own id"))
+    with found.checking():
+        _check_needs(spec)
+    if spec.effects.database is not None:
+        db = spec.effects_path(Path("."))
+        if db.is_relative_to(spec.workspace_path()):
+            found.add(
+                ConfigError(
+                    "effects.database",
+                    f"{db} is inside the workspace, where the agent's work lands",
+                    "put the effects ledger outside the repository",
+                )
+            )
+    if spec.budget.usd == 0 and spec.model is not None:
+        found.add(
+            ConfigError(
+                "budget.usd",
+                "a night with a [model] needs a money cap ([budget] usd, above 0)",
+                FIXES["budget.usd"],
+            )
+        )
+    if spec.model is not None and not model_given:
+        with found.checking():
+            check_model_settings(spec.model)
+    found.raise_found()
+
+
+def _check_needs(spec: Spec) -> None:
+    """What the spec's tasks need of the rest of it: a model to plan, commands a planned
+    task's verify may run, a model or an executor for agent tasks."""
+    if not spec.tasks and spec.model is None:
         raise ConfigError(
             "model",
             "there are no [[tasks]], so a model must plan the queue, and no [model] is set",
@@ -66,14 +99,6 @@ def check_spec_basics(spec: Spec) -> None:
             'add a [model] table (provider = "anthropic" or "openai", name = the model), whose '
             "key stays with the harness",
         )
-    if spec.effects.database is not None:
-        db = spec.effects_path(Path("."))
-        if db.is_relative_to(spec.workspace_path()):
-            raise ConfigError(
-                "effects.database",
-                f"{db} is inside the workspace, where the agent's work lands",
-                "put the effects ledger outside the repository",
-            )
 
 
 def check_settings(
@@ -98,14 +123,7 @@ def check_settings(
             table.price(mechanical)
         except ConfigError as exc:
             raise ConfigError("agent.mechanical_model", exc.problem, exc.fix) from None
-    if spec.budget.usd == 0 and spec.model is not None:
-        raise ConfigError(
-            "budget.usd",
-            "a night with a [model] needs a money cap ([budget] usd, above 0)",
-            FIXES["budget.usd"],
-        )
     if spec.model is not None and model is None:
-        check_model_settings(spec.model)
         table = table or spec.price_table()
         table.price(spec.model.name)
     with spec_import_path(spec):

@@ -26,9 +26,11 @@ from overnight.night.preflight import (
     check_spec_basics,
     sealed_places,
 )
+from overnight.night.workload import ModelSource
 from overnight.sandbox.policy import SandboxPolicy, check_paths, make_sandbox
 from overnight.seams import ModelClient, TaskExecutor
 from overnight.store.rundir import default_runs_root
+from overnight.telemetry.setup import check_telemetry
 from overnight.tools.mcp import McpServer, start_servers
 
 
@@ -65,6 +67,14 @@ class ResolvedNight:
     """Every ``[[tools.mcp]]`` server, started and listed: the night's toolbox uses these."""
     notes: list[str] = field(default_factory=list)
     """What the checks found worth saying (the model's reach), for the night's trace."""
+    model_source: ModelSource = "spec"
+    """Who answers the night's calls: the spec's model, the caller's (``model`` given), or a
+    recording (``overnight replay``); only the spec's real models' nights teach the
+    estimate."""
+
+    def __post_init__(self) -> None:
+        if self.model is not None and self.model_source == "spec":
+            self.model_source = "caller"
 
     def close(self) -> None:
         """The night is over, or will not start: its MCP servers stop, its sandbox's uid goes
@@ -115,7 +125,7 @@ def resolve(
     replaces the spec's, whose targets and credentials are then not checked. ``programs``:
     also check the programs the night's commands need; ``reach``: ask the model once whether
     it can be reached (``check_model_reach``)."""
-    check_spec_basics(spec)
+    check_spec_basics(spec, model_given=model is not None)
     run_id = new_run_id()
     target = Path(run_dir or default_runs_root() / run_id).absolute()
     policy = sandbox_policy(spec, target)
@@ -154,3 +164,9 @@ def check_spec(
     it if wrong (a ``ConfigError`` naming the field and the fix); what it built is released
     again. The model is not asked whether it can be reached."""
     resolve(spec, model=model, executor=executor, programs=programs, reach=False).close()
+
+
+def check_spec_telemetry(spec: Spec) -> None:
+    """``check_telemetry`` of the spec's ``[telemetry]`` section, whether it was written in
+    the spec or not (a ``ConfigError``, nothing written yet)."""
+    check_telemetry(spec.telemetry, written="telemetry" in spec.model_fields_set)

@@ -23,9 +23,14 @@ from overnight.core.state import RunState
 from overnight.effects.ledger import UNSETTLED
 from overnight.night import worktree as ws
 from overnight.night.compose import FleetShared, NightParts, compose, open_effects
-from overnight.night.night import Night
+from overnight.night.night import Night, NightRules
 from overnight.night.outputs import load_outputs, save_outputs
-from overnight.night.resolve import ResolvedNight, prepared, sandbox_policy
+from overnight.night.resolve import (
+    ResolvedNight,
+    check_spec_telemetry,
+    prepared,
+    sandbox_policy,
+)
 from overnight.night.signals import Signals
 from overnight.night.startcheck import StartCheck, check_predicate
 from overnight.night.workload_record import record_run_workload
@@ -44,13 +49,15 @@ from overnight.store.rundir import (
     write_json_atomic,
 )
 from overnight.store.versions import WRITTEN_BY
-from overnight.telemetry.setup import check_telemetry, listening, open_spans
+from overnight.telemetry.setup import listening, open_spans
 
 if TYPE_CHECKING:
     from overnight.telemetry.spans import NightSpans
 
 
-def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str) -> RunDir:
+def _create_run_dir(
+    path: Path, spec: Spec, run_id: str, goal: Goal, branch: str, model_source: str = "spec"
+) -> RunDir:
     """Create the run directory complete or not at all: built beside, then renamed."""
     if path.exists() and (not path.is_dir() or any(path.iterdir())):
         raise ConfigError(
@@ -73,6 +80,8 @@ def _create_run_dir(path: Path, spec: Spec, run_id: str, goal: Goal, branch: str
             "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "written_by": WRITTEN_BY,
             "prices": price_record(spec),  # what its spend is re-priced at by `audit`
+            "provider": spec.model.provider if spec.model is not None else None,
+            "model_source": model_source,  # what `overnight estimate` may learn from
         }
         write_json_atomic(staging / "spec.json", spec.model_dump(mode="json"))
         write_json_atomic(staging / "run.json", manifest)
@@ -119,6 +128,16 @@ def _fresh_state(
     return state
 
 
+def night_rules(spec: Spec) -> NightRules:
+    """What the loop of a night of ``spec`` reads of it."""
+    return NightRules(
+        spec.run,
+        spec.budget,
+        sets_up=spec.predicate.setup is not None,
+        tasks_given=bool(spec.tasks),
+    )
+
+
 def _drive(night: Night, spans: NightSpans | None = None) -> TerminalResult:
     result: TerminalResult | None = None
     try:
@@ -136,7 +155,8 @@ def _drive(night: Night, spans: NightSpans | None = None) -> TerminalResult:
 def _night_spans(spec: Spec, night: Night, parts: NightParts) -> NightSpans | None:
     s = night.state
     spans = open_spans(
-        spec,
+        spec.telemetry,
+        model=spec.model,
         run_id=s.run_id,
         branch=s.branch,
         resumes=s.resumes,
@@ -189,9 +209,10 @@ def _start(
     spec, run_id, target, policy = night.spec, night.run_id, night.run_dir, night.policy
     goal = Goal(spec.goal)
     branch = f"overnight/{run_id}"
-    check_telemetry(spec)  # refused here, before anything is written
-    start = check_predicate(spec, policy)  # likewise: a predicate that cannot run
-    rd = _create_run_dir(target, spec, run_id, goal, branch)
+    check_spec_telemetry(spec)  # refused here, before anything is written
+    # likewise: a predicate that cannot run
+    start = check_predicate(spec.predicate, spec.workspace_path(), policy, hours=spec.budget.hours)
+    rd = _create_run_dir(target, spec, run_id, goal, branch, night.model_source)
     if on_created is not None:
         on_created(rd)
     lock = RunLock(rd)
@@ -214,7 +235,7 @@ def _start(
             mcp_servers=night.mcp_servers,
             shared=shared,
         )
-        driven = Night(spec, rd, state, goal, signals, parts)
+        driven = Night(night_rules(spec), rd, state, goal, signals, parts)
         spans = _night_spans(spec, driven, parts)
         driven.trace.listener = listening(listener, spans)
         for note in [*night.notes, *notes, *state.start_notes]:
@@ -255,7 +276,7 @@ def resume_run(
     check_formats(rd.checkpoint, rd.spend)
     on_disk = _load_run_spec(rd, {})
     policy = sandbox_policy(on_disk, rd.path.absolute())
-    check_telemetry(on_disk)
+    check_spec_telemetry(on_disk)
     lock = RunLock(rd)
     lock.acquire()
     try:
@@ -307,7 +328,7 @@ def resume_run(
             sandbox=policy,
             shared=shared,
         )
-        night = Night(spec, rd, state, run_goal, signals, parts)
+        night = Night(night_rules(spec), rd, state, run_goal, signals, parts)
         try:
             night.goal.assert_intact(goal.sha256)
         except GoalMutated as exc:
@@ -354,7 +375,7 @@ def end_run(
             sandbox=policy,
             shared=shared,
         )
-        night = Night(spec, rd, state, goal, signals, parts)
+        night = Night(night_rules(spec), rd, state, goal, signals, parts)
         _archive_result(rd)
         state.stopped_reason = None
         night.refuse(stop)
@@ -486,7 +507,7 @@ def _refuse(
         spend_readable=False,
         shared=shared,
     )
-    night = Night(spec, rd, placeholder, goal, signals, parts)
+    night = Night(night_rules(spec), rd, placeholder, goal, signals, parts)
     _archive_result(rd)  # keep what an earlier process concluded
     night.refuse(Stop(Ending.UNRECOVERABLE_ERROR, cause, detail))
     return _drive(night)

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from overnight.config.spec import Spec
+from overnight.config.spec import PredicateSpec
 from overnight.core.errors import ConfigError, WorkspaceError
 from overnight.core.evidence import BaseTests, RunReport, Scope, base_tests
 from overnight.core.places import WORKSPACE, Places
@@ -119,13 +119,17 @@ class _Outcome:
         return f"exit {self.result.exit_code}"
 
 
-def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
-    """Run the predicate on the base commit (and the user's checkout when they differ); raise
-    ``ConfigError`` when it cannot run there."""
-    repo = ws.check_repository(spec.workspace_path())
+def check_predicate(
+    predicate: PredicateSpec, workspace: Path, policy: SandboxPolicy, *, hours: float
+) -> StartCheck:
+    """Run the ``predicate`` (with its set-up) on the base commit of the repository at
+    ``workspace`` (and in the user's checkout when they differ), for no longer than the
+    night's ``hours``; raise ``ConfigError`` when it cannot run there."""
+    repo = ws.check_repository(workspace)
     commit = ws.head(repo)
-    command = spec.predicate.command
-    timeout = min(spec.predicate.timeout_s, spec.budget.hours * 3600.0)
+    command = predicate.command
+    timeout = min(predicate.timeout_s, hours * 3600.0)
+    pytest_plugins = predicate.pytest_plugins
     # The output of the run on the base commit is the predicate's first detail, which the
     # replan shows a model: its places are written as shown before it is cut to its tail.
     with _export(repo, commit) as where:
@@ -133,8 +137,8 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
             trees=ws.path_forms(where), named=[(f, WORKSPACE) for f in ws.path_forms(repo)]
         )
         exported = files_in(where)
-        _set_up(spec, policy, where, commit)
-        base = _run(spec, policy, command, where, timeout, complete=True, places=places)
+        _set_up(predicate, policy, where, commit)
+        base = _run(pytest_plugins, policy, command, where, timeout, complete=True, places=places)
         config = read_config(where)  # the base commit's, as that run read it
         outputs = written_files(where, exported)
     check = StartCheck(commit, config=config, outputs=outputs)
@@ -144,7 +148,7 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
     # A base that fails as a bug makes it fail is the usual first night: the suite runs again
     # in the user's checkout only when it holds something a test could read or import.
     if extra and (base_why is not None or (base.result.exit_code != 0 and _may_matter(extra))):
-        here = _run(spec, policy, command, repo, timeout, user_checkout=True)
+        here = _run(pytest_plugins, policy, command, repo, timeout, user_checkout=True)
         if here.said() != base.said():
             check.notes.append(
                 f"the goal predicate `{command}` gives a different outcome in your checkout "
@@ -153,7 +157,7 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
                 f"{_listed(extra)}"
             )
     differs = bool(check.notes)
-    advice = _plugin_advice(spec, policy, config, base)
+    advice = _plugin_advice(predicate, policy, config, base)
     plugins = _plugins_note(base, base_why is not None, advice)
     if plugins:
         check.notes.append(plugins)
@@ -189,13 +193,14 @@ def check_predicate(spec: Spec, policy: SandboxPolicy) -> StartCheck:
     return check
 
 
-def _set_up(spec: Spec, policy: SandboxPolicy, where: Path, commit: str) -> None:
+def _set_up(predicate: PredicateSpec, policy: SandboxPolicy, where: Path, commit: str) -> None:
     """The spec's set-up command in the clean export, as every clean checkout of the night
     gets it; a failure refuses the night."""
-    command = spec.predicate.setup
+    command = predicate.setup
     if command is None:
         return
-    result = _run(spec, policy, command, where, spec.predicate.setup_timeout_s).result
+    plugins = predicate.pytest_plugins
+    result = _run(plugins, policy, command, where, predicate.setup_timeout_s).result
     if result.exit_code == 0 and not result.timed_out:
         return
     said = "timed out" if result.timed_out else f"exit {result.exit_code}"
@@ -234,12 +239,12 @@ def _setup_fix(named: list[str]) -> str:
 
 
 def _plugin_advice(
-    spec: Spec, policy: SandboxPolicy, config: PytestConfig, base: _Outcome
+    predicate: PredicateSpec, policy: SandboxPolicy, config: PytestConfig, base: _Outcome
 ) -> Advice | None:
     """The plugins the base run lacked, when pytest's output says it did not know a name (or
     tests errored at set-up with plugins off): found in the predicate's Python, only then,
     so that a night whose base runs cleanly starts no finder."""
-    command = spec.predicate.command
+    command = predicate.command
     if not runs_pytest(command):
         return None
     failed = failed_names(base.result.output)
@@ -250,7 +255,7 @@ def _plugin_advice(
     # A sandboxed predicate does not see the home directory, so neither the user's
     # site-packages; in auto mode the start check runs as written.
     installed = installed_plugins(project_python(command), user_site=policy.mode != "on")
-    advice = advise(installed, config, command, failed, spec.predicate.pytest_plugins)
+    advice = advise(installed, config, command, failed, predicate.pytest_plugins)
     return advice or None
 
 
@@ -312,7 +317,7 @@ def _fix(why: str, differs: bool) -> str:
 
 
 def _run(
-    spec: Spec,
+    plugins: list[str],
     policy: SandboxPolicy,
     command: str,
     where: Path,
@@ -323,12 +328,12 @@ def _run(
     places: Places | None = None,
 ) -> _Outcome:
     """``command`` in ``where`` as the night's first check runs it (sandboxed when the mode
-    is on); in the user's checkout, writing no bytecode and no pytest cache. ``places``:
-    written as shown in its output, before the output is cut to its tail."""
+    is on), with the pytest ``plugins`` of ``[predicate] pytest_plugins``; in the user's
+    checkout, writing no bytecode and no pytest cache. ``places``: written as shown in its
+    output, before the output is cut to its tail."""
     tests = runs_pytest(command)
     extra = {"PYTHONDONTWRITEBYTECODE": "1"} if user_checkout else {}
     confine: Confinement | None = policy.confinement(agent_worked=False)
-    plugins = spec.predicate.pytest_plugins
     reporter = pytest_evidence(plugins, complete=complete) if tests else None
     with reporter or contextlib.nullcontext() as evidence:
         if evidence is not None and user_checkout:

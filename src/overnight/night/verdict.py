@@ -20,11 +20,11 @@ Three steps, and this module is where each happens:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from overnight.config.spec import Spec
+from overnight.config.spec import PredicateSpec
 from overnight.core.automation import Automation, AutomationChange, automation_changes
 from overnight.core.evidence import BaseTests, Evidence, Judgement, RunReport, Scope, base_tests
 from overnight.core.evidence import judge as judge_tests
@@ -85,14 +85,33 @@ class _Verified:
     ran: RanCommand
 
 
-def protection_for(spec: Spec, files_at_base: set[str], dirs_at_base: set[str]) -> Protection:
-    """What judges the work of a night of ``spec`` whose base tree holds these paths: the
-    protect globs, what the predicate and the verify commands name, and the installed module
-    names a new top-level file may not shadow. The night and its audit both build it here."""
-    commands = [spec.predicate.command, *(t.verify for t in spec.tasks)]
+def protection_for(
+    predicate: PredicateSpec,
+    task_verifies: Sequence[str],
+    files_at_base: set[str],
+    dirs_at_base: set[str],
+) -> Protection:
+    """What judges the work of a night whose base tree holds these paths: the ``predicate``'s
+    protect globs, what its command and the spec's tasks' verify commands (``task_verifies``)
+    name, and the installed module names a new top-level file may not shadow. The night and
+    its audit both build it here."""
+    commands = [predicate.command, *task_verifies]
     return build_protection(
-        spec.predicate.protect, commands, files_at_base, dirs_at_base, installed_module_names()
+        predicate.protect, commands, files_at_base, dirs_at_base, installed_module_names()
     )
+
+
+@dataclass(frozen=True)
+class VerdictRules:
+    """What the verdict of a night reads of its spec."""
+
+    predicate: PredicateSpec
+    """The goal predicate: its command and timeout, what it protects, and the automation a
+    candidate may change."""
+    commands: list[str]
+    """``[tools] commands``: the prefixes a model-written verify may start with."""
+    task_verifies: list[str]
+    """The verify commands of the spec's own tasks: what they name judges the work too."""
 
 
 class Verdicts:
@@ -100,7 +119,7 @@ class Verdicts:
 
     def __init__(
         self,
-        spec: Spec,
+        rules: VerdictRules,
         state: RunState,
         worktree: Worktree,
         checkout: Callable[[str | None], Path],
@@ -110,7 +129,7 @@ class Verdicts:
         log_name: Callable[[str], str],
         seconds_left: Callable[[], float],
     ) -> None:
-        self.spec = spec
+        self.rules = rules
         self.state = state
         self.worktree = worktree
         self.checkout = checkout
@@ -123,7 +142,7 @@ class Verdicts:
         """How the run's places are written in a verdict's detail, which a model is shown (a
         retry's first message, the replan): before the output is cut to a length."""
         self._protection: Protection | None = None
-        self._automation = Automation(tuple(spec.predicate.allow_automation))
+        self._automation = Automation(tuple(rules.predicate.allow_automation))
         self._links: tuple[str, dict[str, str]] | None = None
         self._verified: _Verified | None = None
 
@@ -199,7 +218,7 @@ class Verdicts:
         command: str | list[str] = task.verify
         if task.model_written:
             try:  # a model's text runs as plain words, never through a shell
-                command = check_command(task.verify, verify_prefixes(self.spec.tools.commands))
+                command = check_command(task.verify, verify_prefixes(self.rules.commands))
             except ToolError as exc:
                 self.trace.event("tool_call", tool="verify", task=task.id, refused=str(exc))
                 why = f"refused: {exc}"
@@ -228,7 +247,7 @@ class Verdicts:
                 f"the verify of {task.id} was cut at the time limit after {result.seconds:.1f} s"
             )
         self._verified = None
-        if command == self.spec.predicate.command and not task.model_written:
+        if command == self.rules.predicate.command and not task.model_written:
             self._verified = _Verified(candidate or self.worktree.head(), task.id, ran)
         outcome = outcome_of_exit(result.exit_code, command)
         cannot_run = cannot_run_reason(result.exit_code, command) or ""
@@ -264,7 +283,7 @@ class Verdicts:
         """Run the goal predicate on a clean checkout of the branch, bounded by the time left;
         with none left it is not started, and the goal counts as not met. On the base commit
         with no record yet, its run is the record (every test run, as a record runs)."""
-        p = self.spec.predicate
+        p = self.rules.predicate
         tests = runs_pytest(p.command)
         try:
             if self.seconds_left() <= 0:
@@ -321,14 +340,14 @@ class Verdicts:
         if found is None or found.commit != head:
             return None
         result = found.ran.result
-        if result.timed_out or result.seconds > self.spec.predicate.timeout_s:
+        if result.timed_out or result.seconds > self.rules.predicate.timeout_s:
             return None
         return found
 
     def _judged_again(self, verified: _Verified) -> PredicateRecord:
         """The goal predicate judged on the run of the verify that landed this tree, against
         the predicate's own base record: the suite is not run a second time."""
-        p = self.spec.predicate
+        p = self.rules.predicate
         base = (
             self.base_for(p.command, p.command, False, p.timeout_s) if verified.ran.tests else None
         )
@@ -351,7 +370,8 @@ class Verdicts:
     def protection(self) -> Protection:
         if self._protection is None:
             files, dirs = self.worktree.tree_paths(self.state.base_commit)
-            self._protection = protection_for(self.spec, files, dirs)
+            rules = self.rules
+            self._protection = protection_for(rules.predicate, rules.task_verifies, files, dirs)
         return self._protection
 
     def screen(self, task: Task, candidate: str | None, parent: str | None = None) -> Screen:

@@ -24,6 +24,9 @@ from overnight.core.budget import Usage, to_nanos, to_usd
 
 FACTS_VERSION = 1
 
+#: Who answered a run's model calls (``run.json``'s ``model_source``).
+ModelSource = Literal["spec", "caller", "replay", ""]
+
 #: The harness's own calls, as opposed to the agent's (``execute``).
 HARNESS_PURPOSES = ("plan", "replan", "drift", "compact", "verify", "summarize")
 
@@ -146,6 +149,11 @@ class WorkloadFacts(_Strict):
     workspace: Workspace
     models: tuple[str, ...] = ()
     """Every model the run called, most calls first."""
+    provider: str = ""
+    """The spec's ``[model] provider`` (empty: no model, or a record from before it was kept)."""
+    model_source: ModelSource = ""
+    """Who answered the run's calls: the spec's model, one the caller handed in, or a
+    replay of a recording (empty: a record from before it was kept)."""
     tasks_attempted: int = 0
     tasks_verified: int = 0
     tasks_parked: int = 0
@@ -238,6 +246,8 @@ def workload_facts(
     ending: str | None = None,
     created_at: str = "",
     source: Literal["ending", "trace"] = "ending",
+    provider: str = "",
+    model_source: ModelSource = "",
 ) -> WorkloadFacts:
     """The workload of one run from its trace records, in order, and its result's verified
     and parked task ids."""
@@ -292,6 +302,8 @@ def workload_facts(
         ending=ending,
         workspace=workspace,
         models=tuple(sorted(counts, key=lambda m: (-counts[m], m))),
+        provider=provider,
+        model_source=model_source,
         tasks_attempted=len(facts),
         tasks_verified=sum(1 for t in facts if t.outcome == "verified"),
         tasks_parked=sum(1 for t in facts if t.outcome == "parked"),

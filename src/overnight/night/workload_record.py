@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from overnight.core.errors import ConfigError
 from overnight.night import git
-from overnight.night.workload import WorkloadFacts, Workspace, workload_facts
+from overnight.night.workload import ModelSource, WorkloadFacts, Workspace, workload_facts
 from overnight.store.index import record_workload
 from overnight.store.journal import read_intact_records
 from overnight.store.rundir import RunDir, read_json
@@ -27,6 +27,20 @@ def workspace_of(path: Path) -> Workspace:
         remote=git.answer(path, "config", "--get", "remote.origin.url"),
         root_tree=tree,
     )
+
+
+def model_origin(rd: RunDir, manifest: dict[str, Any]) -> tuple[str, ModelSource]:
+    """The run's ``[model] provider`` and who answered its calls, from its manifest (a run
+    written before the manifest kept them: its spec's provider, the source unknown)."""
+    source = manifest.get("model_source")
+    provider = manifest.get("provider")
+    if not isinstance(provider, str):
+        try:
+            model = read_json(rd.spec).get("model") or {}
+        except (OSError, ValueError, ConfigError):
+            model = {}
+        provider = str(model.get("provider") or "") if isinstance(model, dict) else ""
+    return provider, source if source in ("spec", "caller", "replay") else ""
 
 
 def facts_of_run(path: Path, source: str = "trace") -> WorkloadFacts | None:
@@ -47,6 +61,7 @@ def facts_of_run(path: Path, source: str = "trace") -> WorkloadFacts | None:
             result = {}
     plan = result.get("plan") or {}
     workspace = str(manifest.get("workspace") or "")
+    provider, model_source = model_origin(rd, manifest)
     return workload_facts(
         str(manifest.get("run_id") or path.name),
         read_intact_records(rd.trace),
@@ -56,6 +71,8 @@ def facts_of_run(path: Path, source: str = "trace") -> WorkloadFacts | None:
         ending=result.get("stop_reason"),
         created_at=str(manifest.get("created_at") or ""),
         source="ending" if source == "ending" else "trace",
+        provider=provider,
+        model_source=model_source,
     )
 
 

@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from overnight.messages.types import ModelRequest, ModelResponse
 from overnight.secrecy import secret_values
-from overnight.store.answers import masked, request_key, request_record
+from overnight.store.answer_log import masked, request_key, request_record
 
 DivergenceKind = Literal["request", "tool_result", "extra_call", "unrecorded", "verdict"]
 

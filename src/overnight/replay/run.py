@@ -27,8 +27,9 @@ from overnight.core.errors import ConfigError
 from overnight.demo import prepare_example
 from overnight.night import git
 from overnight.night.preflight import check_command_programs, check_programs, check_sandbox_programs
+from overnight.night.resolve import resolve
 from overnight.replay.model import Divergence, ReplayModel
-from overnight.store.answers import ANSWERS_FILE, PLACED_SINCE, placeholders
+from overnight.store.answer_log import ANSWERS_FILE, PLACED_SINCE, placeholders
 from overnight.store.journal import read_intact_records
 from overnight.store.rundir import RunDir, read_json
 
@@ -258,7 +259,9 @@ def replay(rec: Recording, into: Path | None = None) -> ReplayReport:
         return placeholders(run_dir, copy, str(manifest["run_id"]), str(manifest["branch"]))
 
     model = ReplayModel(rec.answers, names)
-    result = api.run(spec, run_dir=run_dir, model=model)
+    night = resolve(spec, run_dir, model=model)
+    night.model_source = "replay"  # never a night `overnight estimate` learns from
+    result = api.run(night)
     head = result.branch.head
     tree = git.answer(copy, "rev-parse", f"{head}^{{tree}}") if head else None
     verified = [v.id for v in result.verified]

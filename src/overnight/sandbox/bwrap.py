@@ -2,7 +2,7 @@
 
 What a sandboxed command sees:
 
-* an allowlist of the machine, read-only (``overnight.sandbox.view``): the system's
+* an allowlist of the machine, read-only (``overnight.sandbox.machine_view``): the system's
   directories, the parts of ``/etc`` programs read, a ``passwd`` and ``group`` of its own,
   the toolchains found through ``PATH`` (their installation prefix: a virtualenv,
   ``~/.pyenv``, ``~/.cargo``), the Python running the harness and the spec's ``readable``
@@ -47,10 +47,10 @@ from overnight.sandbox.identity import (
     lend,
     user_database,
 )
-from overnight.sandbox.view import (
+from overnight.sandbox.machine_view import (
     SANDBOX_HOME as SANDBOX_HOME,
 )
-from overnight.sandbox.view import (
+from overnight.sandbox.machine_view import (
     SANDBOX_TMP,
     SYSTEM,
     etc_entries,

@@ -40,9 +40,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from overnight.sandbox.machine_view import SANDBOX_HOME
 from overnight.sandbox.uids import NOBODY as _NOBODY
 from overnight.sandbox.uids import UidClaim, allot
-from overnight.sandbox.view import SANDBOX_HOME
 
 SANDBOX_USER = "overnight"
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from overnight.config.spec import Spec
+from overnight.config.spec import ModelSpec
 from overnight.config.telemetry import ENDPOINT_VARIABLES, TelemetrySpec
 from overnight.core.errors import ConfigError
 from overnight.telemetry.content import ContentTap
@@ -35,15 +35,14 @@ SDK_MODULES = (
 Listener = Callable[[dict[str, Any]], None]
 
 
-def section_given(spec: Spec) -> bool:
-    """Whether the spec itself asks for telemetry (more than an environment variable)."""
-    t = spec.telemetry
+def section_given(telemetry: TelemetrySpec, *, written: bool) -> bool:
+    """Whether the spec itself asks for telemetry (more than an environment variable).
+    ``written``: the spec has a ``[telemetry]`` table, even one that sets nothing."""
+    t = telemetry
     if t.otlp_endpoint is not None or t != TelemetrySpec():
         return True
     # a section written in night.toml sets only some fields; spec.json (a resume) sets all
-    return "telemetry" in spec.model_fields_set and set(t.model_fields_set) != set(
-        TelemetrySpec.model_fields
-    )
+    return written and set(t.model_fields_set) != set(TelemetrySpec.model_fields)
 
 
 def sdk_installed() -> bool:
@@ -55,18 +54,19 @@ def sdk_installed() -> bool:
     return True
 
 
-def exports(spec: Spec) -> bool:
+def exports(telemetry: TelemetrySpec) -> bool:
     """Whether this night sends spans: an endpoint, and the SDK to send with."""
-    return spec.telemetry.endpoint() is not None and sdk_installed()
+    return telemetry.endpoint() is not None and sdk_installed()
 
 
-def check_telemetry(spec: Spec) -> None:
+def check_telemetry(telemetry: TelemetrySpec, *, written: bool) -> None:
     """A ``ConfigError`` (nothing written yet) for telemetry the spec asks for and this
-    installation cannot do, or an endpoint that is no URL."""
-    t = spec.telemetry
+    installation cannot do, or an endpoint that is no URL. ``written``: the spec has a
+    ``[telemetry]`` table (``section_given``)."""
+    t = telemetry
     if not t.enabled:
         return
-    asked = section_given(spec)
+    asked = section_given(t, written=written)
     if not asked and t.endpoint() is None:
         return
     installed = sdk_installed()
@@ -99,32 +99,34 @@ def check_telemetry(spec: Spec) -> None:
         )
 
 
-def content_tap(spec: Spec) -> ContentTap | None:
+def content_tap(telemetry: TelemetrySpec) -> ContentTap | None:
     """Where prompts and tool results are caught, when the night exports them."""
-    return ContentTap() if spec.telemetry.content and exports(spec) else None
+    return ContentTap() if telemetry.content and exports(telemetry) else None
 
 
 def open_spans(
-    spec: Spec,
+    telemetry: TelemetrySpec,
     *,
+    model: ModelSpec | None,
     run_id: str,
     branch: str,
     resumes: int,
     goal: str,
     tap: ContentTap | None,
 ) -> NightSpans | None:
-    """The night's spans, begun now; None when nothing is exported."""
-    endpoint = spec.telemetry.endpoint()
+    """The night's spans, begun now; None when nothing is exported. ``model``: the night's
+    ``[model]``, whose provider the spans name."""
+    endpoint = telemetry.endpoint()
     if endpoint is None or not sdk_installed():
         return None
     from overnight.telemetry.spans import NightSpans, Settings
 
     settings = Settings(
         endpoint=endpoint,
-        content=spec.telemetry.content,
-        service_name=spec.telemetry.service_name,
-        export_timeout_s=spec.telemetry.export_timeout_s,
-        provider=spec.model.provider if spec.model is not None else "none",
+        content=telemetry.content,
+        service_name=telemetry.service_name,
+        export_timeout_s=telemetry.export_timeout_s,
+        provider=model.provider if model is not None else "none",
     )
     try:
         return NightSpans(

@@ -32,9 +32,9 @@ from overnight.core.errors import RunError
 from overnight.core.ignore import MAX_IGNORE_FILE_BYTES, IgnoreStack, PatternTooLarge, read_rules
 from overnight.seams import ToolContext, ToolError, ToolOutcome
 from overnight.tools.args import optional_str_arg, str_arg
-from overnight.tools.command import artifact_name
 from overnight.tools.files import BINARY_SNIFF_BYTES, looks_binary
 from overnight.tools.paths import display, is_git_name, real_root, resolve_inside
+from overnight.tools.run_command import artifact_name
 
 #: list_files: most paths returned by one call.
 LIST_MAX_ENTRIES = 1000

@@ -2,7 +2,7 @@
 against the run's allowed prefixes.
 
 A command runs no shell syntax at all: it is split into words by
-``overnight.core.shell.split_command``, which refuses every shell operator, and it runs only
+``overnight.core.shell_words.split_command``, which refuses every shell operator, and it runs only
 if its first words equal one of the configured prefixes. ``git`` never runs, whatever the
 configuration says: the repository's history belongs to overnight.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Sequence
 
-from overnight.core.shell import ShellSyntaxError, is_git_command, split_command
+from overnight.core.shell_words import ShellSyntaxError, is_git_command, split_command
 from overnight.seams import ToolError
 
 

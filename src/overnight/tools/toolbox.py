@@ -17,11 +17,11 @@ from overnight.core.errors import DiskFull
 from overnight.messages.types import ToolSpec
 from overnight.process import Confinement
 from overnight.seams import Tool, ToolContext, ToolError, ToolOutcome
-from overnight.tools.command import RunCommandTool
 from overnight.tools.external import load_external
 from overnight.tools.files import EditFileTool, ReadFileTool, WriteFileTool
 from overnight.tools.mcp import McpServer, mcp_tools
 from overnight.tools.paths import tool_places
+from overnight.tools.run_command import RunCommandTool
 from overnight.tools.search import ListFilesTool, SearchTextTool
 
 if TYPE_CHECKING:

@@ -558,6 +558,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 "created_at": run.created_at,
                 "cleaned": cleaned,
                 "resumable": state not in ("gone", "running") and _resumable(rd.result),
+                "replay": _model_source(rd.manifest) == "replay",
             }
         )
     if args.json:
@@ -566,11 +567,20 @@ def cmd_list(args: argparse.Namespace) -> int:
         print("no runs yet")
     else:
         for r in rows:
-            mark = " (cleaned)" if r["cleaned"] else ""
+            mark = " (replay)" if r["replay"] else ""
+            mark += " (cleaned)" if r["cleaned"] else ""
             if r["resumable"]:
                 mark += f"  resumable: overnight resume {shlex.quote(str(r['path']))}"
             print(printable(f"{r['run_id']}  {r['state']}{mark}\n    {r['path']}"))
     return 0
+
+
+def _model_source(manifest: Path) -> str:
+    """Who answered a run's calls, as its manifest says (``run.json``'s ``model_source``)."""
+    try:
+        return str(json.loads(manifest.read_text(encoding="utf-8")).get("model_source", ""))
+    except (OSError, ValueError, AttributeError):
+        return ""
 
 
 def _resumable(result: Path) -> bool:
