@@ -55,8 +55,9 @@ def start_demo(where: Path | None, example: str = EXAMPLE) -> tuple[Path, Path, 
     workspace = prepare_example(base, example)
     print(
         "overnight demo: the model in this night is SCRIPTED (a fake that replays a fixed "
-        "plan and tool calls, billed with realistic token counts and prompt caching); no API "
-        "key is used and no money is spent.\n"
+        "plan and tool calls, with realistic token counts and prompt caching); no API key is "
+        "used and no money leaves your account: the spend the night reports is what its calls "
+        "would have cost at the model's prices.\n"
         f"workspace: {workspace}",
         file=sys.stderr,
     )

@@ -197,6 +197,7 @@ def test_without_gh_the_two_commands_are_printed_and_nothing_is_pushed(
 ) -> None:
     run_dir = landed_night(tmp_path, capsys)
     branch = json.loads((run_dir / "result.json").read_text())["branch"]["name"]
+    git(tmp_path / "repo", "remote", "add", "upstream", str(tmp_path / "upstream.git"))
     only_git = tmp_path / "only-git"
     only_git.mkdir()
     (only_git / "git").symlink_to(shutil.which("git") or "/usr/bin/git")
@@ -255,3 +256,20 @@ def test_a_run_without_a_result_is_a_clear_error(
     assert code == 66 and "has no result yet" in err and "overnight status" in err
     code, _, err = cli(capsys, "pr", tmp_path / "repo")
     assert code == 64 and "not an overnight run directory" in err
+
+
+def test_without_a_remote_the_body_is_written_and_adding_one_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = landed_night(tmp_path, capsys)
+    bin_dir, record = stand_in_gh(tmp_path)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+
+    code, out, err = cli(capsys, "pr", run_dir)
+
+    assert code == 0, err
+    assert out.splitlines()[0] == str(run_dir / "pull-request.md")
+    assert (run_dir / "pull-request.md").exists()
+    assert "has no remote 'origin'" in err and "remote add origin URL" in err
+    assert "git push" not in out + err
+    assert calls(record) == []  # gh was not asked to open what cannot be pushed

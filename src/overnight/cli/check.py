@@ -47,7 +47,7 @@ from overnight.store.rundir import default_runs_root
 EXIT_SPEC = 64
 EXIT_MACHINE = 3
 
-Status = Literal["ok", "failed", "skipped"]
+Status = Literal["ok", "warning", "failed", "skipped"]
 
 
 @dataclass(frozen=True)
@@ -258,6 +258,16 @@ def _predicate(spec: Spec, policy: SandboxPolicy) -> Outcome:
     if not any("pytest_plugins = [" in note for note in notes):
         notes += _plugins_proposal(spec, start)
     said += "".join(f"; note: {note}" for note in notes)
+    if record is not None and record.met:
+        said += (
+            "; the goal is already met on the base commit: `overnight run` would end at once, "
+            "doing nothing"
+        )
+        fix = (
+            f"make `{spec.predicate.command}` fail without the change the goal asks for "
+            "(a test that does not cover the bug passes already)"
+        )
+        return Outcome("predicate", "warning", said, fix)
     return Outcome("predicate", "ok", said)
 
 

@@ -29,6 +29,7 @@ from overnight.core.errors import ConfigError, OvernightError
 from overnight.core.text import printable
 from overnight.night.events import event_of
 from overnight.night.resolve import resolve
+from overnight.store.index import LATEST
 from overnight.version import __version__
 
 EXIT_USAGE = 64
@@ -65,7 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
     res = sub.add_parser("resume", help="continue a run after a crash, a kill or a stop")
-    res.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
+    res.add_argument(
+        "run_dir", nargs="?", default=LATEST, type=_run, metavar="RUN", help=LATEST_HELP
+    )
     res.add_argument("--usd", type=float, help="raise (or set) the money cap")
     res.add_argument("--hours", type=float, help="set the wall-clock limit (hours in total)")
     res.add_argument("--steps", type=int, help="set the step limit")
@@ -74,14 +77,18 @@ def _parser() -> argparse.ArgumentParser:
     res.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
     st = sub.add_parser("status", help="where a run stands, running or finished")
-    st.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
+    st.add_argument(
+        "run_dir", nargs="?", default=LATEST, type=_run, metavar="RUN", help=LATEST_HELP
+    )
     st.add_argument("--json", action="store_true", help="machine-readable")
     st.add_argument("--watch", action="store_true", help="keep the panel live until the run ends")
 
     rep = sub.add_parser(
         "report", help="the terminal result as Markdown, or as one self-contained HTML page"
     )
-    rep.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
+    rep.add_argument(
+        "run_dir", nargs="?", default=LATEST, type=_run, metavar="RUN", help=LATEST_HELP
+    )
     rep_format = rep.add_mutually_exclusive_group()
     rep_format.add_argument(
         "--md",
@@ -108,7 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     aud = sub.add_parser(
         "audit", help="recompute a finished run's result from its raw files and the repository"
     )
-    aud.add_argument("run_dir", type=_run, metavar="RUN", help=RUN_HELP)
+    aud.add_argument(
+        "run_dir", nargs="?", default=LATEST, type=_run, metavar="RUN", help=LATEST_HELP
+    )
     aud.add_argument(
         "--no-rerun", action="store_true", help="do not run each verified task's verify again"
     )
@@ -227,7 +236,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("spec", type=Path, help="the night's spec (night.toml)")
 
     add_fleet_parser(sub)
-    add_pr_parser(sub, _run, RUN_HELP)
+    add_pr_parser(sub, _run, LATEST_HELP)
     add_reprice_parser(sub, _run, RUN_HELP)
     add_replay_parser(sub, RUN_HELP)
 
@@ -285,6 +294,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 RUN_HELP = "a run directory, or a run id (or its unique start) from `overnight list`"
+LATEST_HELP = RUN_HELP + ", or `latest` (the default: the run started last)"
 
 
 def _run(given: str) -> Path:

@@ -173,7 +173,8 @@ def finish_output(result: TerminalResult, as_json: bool) -> int:
     if as_json:
         print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
     else:
-        print(f"ending:  {result.stop_reason} ({result.status}, exit {result.exit_code})")
+        already = ", already met before any work" if result.already_met else ""
+        print(f"ending:  {result.stop_reason}{already} ({result.status}, exit {result.exit_code})")
         print(printable(f"why:     {result.message}"))
         predicate = result.predicate
         if predicate is not None and not predicate.met and result.stop_reason != "GOAL_MET":
@@ -186,7 +187,10 @@ def finish_output(result: TerminalResult, as_json: bool) -> int:
             if p.detail.strip():
                 print("         " + one_line(clip(p.detail, PARKED_SHOWN)))
         print(f"spent:   {spent_sentence(result)}")
-        print(f"branch:  {result.branch.name} ({verified_count(result)})")
+        if result.already_met:
+            print("branch:  none (nothing was done, so none was kept)")
+        else:
+            print(f"branch:  {result.branch.name} ({verified_count(result)})")
         print(f"result:  {run_dir / 'result.json'}")
         print(f"report:  overnight report {run_dir}")
         if result.resumable and result.exit_code != 0:

@@ -1,4 +1,4 @@
-"""``overnight pr RUN``: the pull request a finished night proposes.
+"""``overnight pr [RUN]``: the pull request a finished night proposes.
 
 The title and body (``overnight.report.pull_request``) are written to a file. With ``gh`` on
 PATH the branch is pushed (``--push``) and ``gh pr create`` opens the pull request, a draft
@@ -23,6 +23,7 @@ from overnight.night import git
 from overnight.night.worktree import check_repository, git_common_dir
 from overnight.report.pull_request import AuditFound, AuditSaid, pr_body, pr_title
 from overnight.store.atomic import write_atomic
+from overnight.store.index import LATEST
 from overnight.store.result import TerminalResult
 from overnight.store.run_state import load_run_state
 from overnight.store.rundir import RunDir, read_json
@@ -57,7 +58,9 @@ def add_pr_parser(sub: Any, run_type: Any, run_help: str) -> None:
         "pr",
         help="write a pull request for a night's verified commits; open it with gh when present",
     )
-    p.add_argument("run_dir", type=run_type, metavar="RUN", help=run_help)
+    p.add_argument(
+        "run_dir", nargs="?", default=LATEST, type=run_type, metavar="RUN", help=run_help
+    )
     kind = p.add_mutually_exclusive_group()
     kind.add_argument(
         "--draft", dest="draft", action="store_true", help="open it as a draft (the default)"
@@ -134,6 +137,17 @@ def cmd_pr(args: argparse.Namespace) -> int:
     gh_args = ["pr", "create", *(["--draft"] if args.draft else [])]
     gh_args += [f"--title={title}", f"--body-file={out}", f"--head={branch}"]
     gh_args += [f"--base={args.base}"] if args.base else []
+    if git.answer(repo, "remote", "get-url", args.remote) is None:
+        # No remote to push to: the body is written; say so, and how to add one.
+        print(
+            printable(
+                f"overnight: {repo} has no remote {args.remote!r}, so the branch cannot be "
+                f"pushed nor a pull request opened; add one with `git -C {shlex.quote(str(repo))} "
+                f"remote add {args.remote} URL`, then run `overnight pr` again (or pass --remote)"
+            ),
+            file=sys.stderr,
+        )
+        return 0
     gh = shutil.which("gh")
     if gh is None:
         push = ["git", "push", args.remote, branch]

@@ -108,10 +108,21 @@ def elapsed_text(s: dict[str, Any]) -> str:
     money bands' enforce_at applies to the hours too."""
     limit = float(s.get("hours", 0)) * 3600
     enforce = float(s.get("enforce_at", DEFAULT_BANDS.enforce_at))
+    used = float(s.get("seconds_used", 0))
     return (
-        f"{float(s.get('seconds_used', 0)):.0f}s of {limit:.0f}s "
-        f"(commands are cut at {enforce * limit:.0f}s, the {enforce:.0%} line)"
+        f"{clock_text(used)} of {clock_text(limit)} "
+        f"(commands are cut at {clock_text(enforce * limit)}, the {enforce:.0%} line)"
     )
+
+
+def clock_text(seconds: float) -> str:
+    """A length of time as a person reads a night's clock: ``7 h 22 min``, ``45 min``,
+    ``12 s`` (under a minute)."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    hours, minutes = divmod(whole // 60, 60)
+    return f"{hours} h {minutes:02d} min" if hours else f"{minutes} min"
 
 
 def bands_text(s: dict[str, Any]) -> str:

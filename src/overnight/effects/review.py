@@ -21,7 +21,7 @@ from typing import Any, Literal
 from overnight.config.spec import Spec
 from overnight.core.endings import REOPENED_BY_REVIEW
 from overnight.core.errors import ConfigError
-from overnight.core.text import clip
+from overnight.core.text import clip, one_line
 from overnight.effects.ledger import REVIEW_MARK, UNSETTLED, review_outcome
 from overnight.effects.store import SqliteEffectStore
 from overnight.seams import EffectRow, EffectStore
@@ -124,8 +124,8 @@ def items_of(rd: RunDir, ledger: EffectStore | None = None) -> list[ReviewItem]:
         kind = "partially applied" if "partially applied" in p.get("reason", "") else "parked"
         if p.get("held_for"):
             kind = "held for an effect of unknown outcome"
-        said = clip(str(p.get("detail", "")), 300, f"{rd.path}/artifacts")
-        why = f"{p['id']}: {p['reason']}. {said}".strip()
+        said = one_line(clip(str(p.get("detail", "")), 300, f"{rd.path}/artifacts"))
+        why = one_line(f"{p['id']}: {p['reason']}. {said}")
         items.append(item(f"parked:{run_id}:{p['id']}", kind, why))
     for e in unsettled:
         error = e.error if e.state in UNSETTLED else None

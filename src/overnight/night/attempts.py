@@ -92,6 +92,8 @@ class Attempts:
     trace: Trace
     trace_context: Callable[[str], dict[str, str]] = lambda _tool: {}
     """The W3C trace context of a tool call's span to come (``NightSpans``), if exported."""
+    refused_edits: dict[str, list[str]] = field(default_factory=dict)
+    """Per task, the protected paths its agent tried to write (and was refused)."""
 
     def execute(self, task: Task, attempt: int, earlier: str = "") -> Attempted:
         """Carry the task out with its executor; what the executor reported."""
@@ -141,7 +143,7 @@ class Attempts:
             on_refused=self.state.refused_effects.append,
             tokens_affordable=self.tokens_affordable,
             sleep=self.timer.clock.sleep,
-            protected=self.verdicts.protection.rule_for,
+            protected=lambda path: self.protection_for(task.id, path),
             confine=commands.tool_confinement,
             trace_context=self.trace_context,
             model_access=None if self.proxy is None else self.proxy.access_for(task.id),
@@ -150,6 +152,26 @@ class Attempts:
                 task.id, command, timeout_s, stem
             ),
         )
+
+    def protection_for(self, task_id: str, path: str) -> str | None:
+        """Why ``path`` is protected (the agent's write to it is refused), noted per task."""
+        rule = self.verdicts.protection.rule_for(path)
+        if rule is not None:
+            noted = self.refused_edits.setdefault(task_id, [])
+            if path not in noted:
+                noted.append(path)
+        return rule
+
+    def park_reason(self, task: Task, reason: str) -> str:
+        """``reason``, and the protected files the task's agent was refused, if any: what
+        happened, not only that the task was not done."""
+        refused = self.refused_edits.get(task.id)
+        if not refused:
+            return reason
+        shown = ", ".join(refused[:5]) + (
+            f" and {len(refused) - 5} more" if len(refused) > 5 else ""
+        )
+        return f"{reason}; its edits to protected files were refused: {shown}"
 
     def tokens_affordable(self, model: str) -> int:
         """Money left before the enforcement line, in output tokens of ``model``."""

@@ -41,6 +41,13 @@ class EndingSections:
     """The alert the night's ending calls for."""
 
 
+ALREADY_MET = (
+    "The goal predicate already passed on the base commit, before any work: nothing was done, "
+    "no model was called and no branch was kept. Check that the predicate fails without the "
+    "change the goal asks for."
+)
+
+
 @dataclass
 class NightEnding:
     """What the end of one night reads and writes."""
@@ -65,15 +72,23 @@ class NightEnding:
         budgets_at_stop: dict[str, BudgetReading],
         budgets: Callable[[], dict[str, BudgetReading]],
         checkpoint: Callable[[], None] | None,
+        *,
+        already_met: bool = False,
     ) -> TerminalResult:
         """End with ``stop``. ``checkpoint`` None: the run is not to be touched (a refused
-        resume): result.json is written, nothing else of the run."""
+        resume): result.json is written, nothing else of the run. ``already_met``: the goal
+        held before any work; no summary is asked for and no branch is kept."""
+        if already_met:
+            gateway = None  # nothing was done that a model could summarize: no call, no cost
         model, cap = self.sections.model, self.sections.budget.usd
         partial, wrapup = closing_summary(
             gateway, self.ledger, model, cap, self.state, self.goal, stop
         )
         facts = self.closing_facts(budgets_at_stop or budgets(), budgets())
         result = finish_result(facts, stop, partial, wrapup)
+        if already_met:
+            result = result.model_copy(update={"already_met": True, "message": ALREADY_MET})
+            self.trace.event("decision", decision="already_met", branch=self.state.branch)
         if checkpoint is not None:
             self.fence.check("result.json")
         result = write_result(self.run_dir, result, self.sections.alerts, self.trace)
@@ -83,6 +98,8 @@ class NightEnding:
             # resolved, whatever the ending: such a night keeps its worktree.
             if not result.resumable and not any(p.held_for for p in self.state.parked):
                 self.remove_worktree()
+            if already_met:
+                self.delete_branch()
             self.state.close(stop.reason)
             try:
                 checkpoint()
@@ -121,6 +138,13 @@ class NightEnding:
             + self.state.refused_effects,
             sandbox_identity=None if sandbox is None else sandbox.identity,
         )
+
+    def delete_branch(self) -> None:
+        """The branch of a night that did nothing: deleted, best effort."""
+        try:
+            self.worktree.delete_branch()
+        except Exception as exc:
+            self.trace.event("decision", decision="branch_kept", error=repr(exc))
 
     def remove_worktree(self) -> None:
         """A night that cannot be resumed needs its worktree no more: remove it from the

@@ -10,6 +10,7 @@ stop decision."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
 
@@ -139,13 +140,18 @@ def _warnings(found: list[dict[str, Any]]) -> list[ResultWarning]:
 DETAIL_KEPT = 1500
 
 
-def detail_pointer(task_id: str, p: ParkedTask) -> str:
-    """Where the whole of a parked task's detail is."""
+def detail_pointer(task_id: str, p: ParkedTask, artifacts: Path, attempt: int = 0) -> str:
+    """Where the whole of a parked task's detail is: the path of its last verify's log."""
     if p.protected_changes:
         return "every path: protected_changes"
     if p.automation_changes:
         return "every path: automation_changes"
-    return f"the whole output: artifacts/{task_id}.*verify*.log"
+    escaped = glob_escape(task_id)
+    logs = list(artifacts.glob(f"{escaped}.{attempt}.verify*.log"))
+    logs = logs or list(artifacts.glob(f"{escaped}.*.verify*.log"))
+    if not logs:
+        return "the whole output: the run's artifacts"
+    return f"the whole output: {max(logs, key=lambda log: log.stat().st_mtime)}"
 
 
 def structured_summary(state: RunState, stop: Stop, spent_usd: float, cap_usd: float) -> str:
@@ -288,7 +294,16 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
                     id=p.task.id,
                     title=p.task.title,
                     reason=p.reason,
-                    detail=clip(p.detail, DETAIL_KEPT, more=detail_pointer(p.task.id, p)),
+                    detail=clip(
+                        p.detail,
+                        DETAIL_KEPT,
+                        more=detail_pointer(
+                            p.task.id,
+                            p,
+                            f.spend_path.parent / "artifacts",
+                            s.attempts.get(p.task.id, 0),
+                        ),
+                    ),
                     patch=p.patch,
                     protected_changes=p.protected_changes,
                     automation_changes=p.automation_changes,

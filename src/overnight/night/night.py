@@ -291,7 +291,7 @@ class Night:
             return
         self.state.finish_parked(
             task,
-            routed.reason,
+            self.attempts.park_reason(task, routed.reason),
             verdict.detail,
             self.judge.discard(task, attempt, made.commit),
             command=ran,
@@ -344,9 +344,22 @@ class Night:
         """The closing summary (from the wrap-up reserve), result.json, the alert, and the
         final checkpoint recording the stop (``overnight.night.ending``)."""
         checkpoint = self.checkpoint if self.persist else None
-        return self.ending.finish(
-            stop, self.gateway, self.budgets_at_stop, self.budgets, checkpoint
+        ending = self.ending.finish
+        already = stop.reason == "GOAL_MET" and self.did_nothing()
+        return ending(
+            stop, self.gateway, self.budgets_at_stop, self.budgets, checkpoint, already_met=already
         )
+
+    def did_nothing(self) -> bool:
+        """No task was started and the branch is the base commit: a goal met now was met
+        before the night began."""
+        s = self.state
+        if s.attempts or s.completed or s.parked or s.in_progress is not None:
+            return False
+        try:
+            return self.worktree.head() == s.base_commit
+        except Exception:
+            return False
 
     # -- persistence -----------------------------------------------------------------------
 

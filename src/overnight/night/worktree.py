@@ -591,6 +591,11 @@ class Worktree:
         )
         return git.text(out).rstrip("\n")
 
+    def delete_branch(self) -> None:
+        """Delete the run's branch (a night that did nothing keeps none): only while it still
+        points at ``base``, so that no commit is lost."""
+        git.bare(self.common, "update-ref", "-d", self.ref)
+
     def drop_checkout(self) -> None:
         """Remove the verify checkout (and, for a run begun by an earlier version, its
         registration as a worktree)."""

@@ -184,7 +184,7 @@ def sandbox_line(r: TerminalResult) -> str:
     network = "with the network" if sb.network else "without network"
     line = (
         f'Sandbox: mode "{sb.mode}", {network}; {sb.sandboxed_commands} command(s) ran '
-        f"sandboxed, {sb.unsandboxed_commands} as written."
+        f"sandboxed, {sb.unsandboxed_commands} outside it (as the mode allows)."
     )
     if sb.ran_as_root:
         why = f" ({' '.join(sb.root_reason.split())[:300]})" if sb.root_reason else ""
@@ -444,8 +444,10 @@ def spent_sentence(r: TerminalResult) -> str:
         return f"${value:,.4f}" if fine else fmt_usd(value)
 
     text = f"{usd(total)} in total in {r.spend.model_calls} model call(s)"
-    if wrapup > 0:
+    if r.wrapup.source == "model":  # a summary the model wrote, whatever it cost ($0 too)
         text += f", the closing summary's {usd(wrapup)} included (before it: {usd(before)})"
+    elif wrapup > 0:
+        text += f", a closing summary call that failed included ({usd(wrapup)})"
     else:
         text += ", no closing summary call among them"
     return text

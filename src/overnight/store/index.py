@@ -113,13 +113,40 @@ def running_on(workspace: Path) -> list[tuple[IndexedRun, int | None]]:
     return found
 
 
+#: What a user types for the latest run (also what a RUN argument left out stands for).
+LATEST = "latest"
+
+
+def latest_run() -> Path:
+    """The run started last on this machine whose directory is still there: the one
+    ``overnight status`` (and report, pr, audit, resume) means when no run is named. A
+    ``ConfigError`` when there is none, or when several runs are being driven now (which
+    one is meant is then the user's to say)."""
+    runs = [r for r in indexed_runs() if RunDir(r.path).is_run()]
+    if not runs:
+        raise ConfigError("RUN", "no run has been started on this machine yet", "start one")
+    running = [r for r in runs if is_locked(RunDir(r.path))]
+    if len(running) > 1:
+        ids = ", ".join(r.run_id for r in running[-5:])
+        raise ConfigError(
+            "RUN",
+            f"{len(running)} runs are running now ({ids}): which is the latest is not clear",
+            "name one: a run id from `overnight list`, or its directory",
+        )
+    if running:
+        return running[0].path
+    return max(runs, key=lambda r: r.created_at).path
+
+
 def resolve_run(given: str | Path) -> Path:
-    """A run directory from what a user typed: a run directory, or a run id (or the unique
-    start of one) from the index."""
+    """A run directory from what a user typed: a run directory, a run id (or the unique
+    start of one) from the index, or ``latest``."""
     path = Path(given)
     if RunDir(path).is_run():
         return path
     text = str(given)
+    if text == LATEST:
+        return latest_run()
     matches = [r for r in indexed_runs() if r.run_id == text]
     if not matches and len(text) >= 4 and "/" not in text:
         matches = [r for r in indexed_runs() if r.run_id.startswith(text)]

@@ -355,6 +355,10 @@ class TerminalResult(_Model):
     started_at: str
     ended_at: str
     resumes: int
+    already_met: bool = False
+    """The goal predicate passed on the base commit before any work: the night did nothing,
+    made no model call and kept no branch (most often the predicate does not cover the
+    change the goal asks for)."""
     alerts: list[dict[str, Any]] = Field(default_factory=list)
     """What was sent when the run ended (action, how, ok, detail). A failed alert is recorded
     here and changes nothing else."""
