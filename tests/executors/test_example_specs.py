@@ -14,6 +14,7 @@ import pytest
 
 from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError
+from overnight.demo import prepare_example
 from overnight.executors import check_cli
 from tests.executors.clis import BIN, cli_path
 
@@ -69,3 +70,35 @@ def test_overnight_check_without_the_cli_exits_64_naming_how_to_install(
     with pytest.raises(ConfigError) as refused:
         check_cli(spec.executor, EXAMPLE)
     assert refused.value.field == "executor.path"
+
+
+@pytest.mark.parametrize("name", ["night.claude-code.toml", "night.codex.toml"])
+def test_overnight_check_names_the_cli_its_path_version_and_tools(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = cli_path("claude" if "claude" in name else "codex")
+    workspace = prepare_example(tmp_path)
+    env = dict(os.environ)
+    env["PATH"] = f"{BIN}{os.pathsep}{env['PATH']}"
+    env["ANTHROPIC_API_KEY"] = env["OPENAI_API_KEY"] = "sk-not-used"
+    env["ANTHROPIC_BASE_URL"] = "http://127.0.0.1:9"
+    env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"
+    done = subprocess.run(
+        [sys.executable, "-m", "overnight", "check", str(workspace / name)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    [settings] = [ln for ln in done.stdout.splitlines() if ln.startswith("settings")]
+    kind = "claude-code" if "claude" in name else "codex"
+    monkeypatch.setenv("PATH", env["PATH"])
+    spec = load_spec(workspace / name)
+    assert spec.executor is not None
+    found = check_cli(spec.executor, workspace)
+    assert f"executor {kind} {found.version} at {found.path}" in settings, settings
+    assert found.path.resolve() == program.resolve() or found.path.parent == BIN
+    if kind == "claude-code":
+        tools = spec.executor.tools or ["Bash", "Edit", "Read", "Write"]
+        assert f"its tools: {', '.join(tools)}" in settings
+    assert "tools read_file" not in settings  # the built-in agent's list is not its

@@ -25,7 +25,7 @@ from typing import Literal
 from overnight.cli.estimate import spec_estimate
 from overnight.cli.uncommitted import harness_reads
 from overnight.config.model_script import Script
-from overnight.config.spec import Spec, load_spec
+from overnight.config.spec import ExecutorSpec, Spec, load_spec
 from overnight.core.errors import ConfigError, SpecProblems
 from overnight.core.resume import runs_pytest
 from overnight.core.text import printable
@@ -157,8 +157,31 @@ def _settings_and_model(spec: Spec, workspace_ok: bool) -> tuple[Outcome, Outcom
 
 
 def _settings_line(spec: Spec) -> str:
+    commands = f"commands {', '.join(spec.tools.commands) or 'none'}"
+    cli = spec.executor
+    if cli is not None and cli.is_cli:
+        return f"{_cli_line(cli, Path(spec.base_dir))}; {commands}"
     tools = ", ".join(spec.tools.allow) or "none"
-    return f"tools {tools}; commands {', '.join(spec.tools.commands) or 'none'}"
+    return f"tools {tools}; {commands}"
+
+
+def _cli_line(cli: ExecutorSpec, base_dir: Path) -> str:
+    """Which CLI agent carries out the agent tasks: found where, at which version, with
+    which tools (its own: the built-in agent's [tools] are not handed to it)."""
+    from overnight.executors import check_cli  # node CLIs are an optional part
+
+    found = check_cli(cli, base_dir)
+    version = f" {found.version}" if found.version else ""
+    if cli.kind == "claude-code":
+        from overnight.executors.claude import DEFAULT_TOOLS
+
+        tools = ", ".join(cli.tools if cli.tools is not None else DEFAULT_TOOLS)
+    else:
+        tools = "its own (the CLI's built-in tools)"
+    return (
+        f"executor {cli.kind}{version} at {found.path}; its tools: {tools} "
+        "(the built-in agent's [tools] are not used)"
+    )
 
 
 def _model(spec: Spec) -> Outcome:
