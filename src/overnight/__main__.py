@@ -1,4 +1,4 @@
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -26,7 +26,7 @@ from overnight.calibration import (
     suggest_threshold,
     summarize,
 )
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.core.budget import Ledger, Price, PriceTable
 from overnight.core.drift import DriftVerdict, drift_gate
 from overnight.core.errors import ConfigError

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from tests.helpers.nights import command_task, git, spec_data, write_spec
 
 

@@ -127,4 +127,4 @@ def test_the_panel_shows_this_runs_bands_and_where_the_clock_cuts_commands(
     rd, _ = run_night(spec, tmp_path / "run", model=ScriptedModel())
     text = text_of(render_panel(read_status(rd.path)))
     assert "50% notice | 80% no new task | 90% enforced" in text
-    assert "of 3600s (commands are cut at 3240s, the 90% line)" in text
+    assert "of 1 h 00 min (commands are cut at 54 min, the 90% line)" in text

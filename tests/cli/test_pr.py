@@ -14,7 +14,7 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.messages.types import ModelRequest
 from overnight.testing import text_answer, tool_answer, usage_dict
 from tests.helpers.nights import command_task, git, make_repo, spec_data, write_spec

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from tests.helpers.nights import cli_env, command_task, spec_data, write_spec
 from tests.helpers.toml import dumps
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.core.errors import ConfigError
 from overnight.core.state import RunState
 from overnight.core.tasks import Task

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.messages.types import ModelRequest
 from overnight.testing import FunctionModel, text_answer, tool_answer, usage_dict
 from tests.helpers.nights import make_spec, run_night

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from overnight.cli.demo import run_demo
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.core.budget import Price, to_nanos
 from overnight.estimate.learned import (
     Night,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.config.spec import load_spec, parse_spec
 from overnight.estimate import (
     SEED_EXAMPLE,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.config.spec import parse_spec
 from overnight.testing import FunctionModel, text_answer
 from tests.helpers.nights import command_task, run_night, spec_data, write_spec

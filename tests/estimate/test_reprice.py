@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from overnight.cli.demo import run_demo
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.core.budget import Price
 from overnight.estimate.reprice import reprice_run
 from overnight.night.workload import CallFacts, TaskFacts, WorkloadFacts, Workspace

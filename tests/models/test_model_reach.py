@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.config.spec import ModelSpec, parse_spec
 from overnight.models.reach import check_reach
 from overnight.night.preflight import check_model_reach

@@ -29,7 +29,7 @@ class NotInstalled(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, NotInstalled())
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 
 try:
     code = main(sys.argv[2:])

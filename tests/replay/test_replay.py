@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from overnight.cli.demo import run_demo
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.core.budget import Usage
 from overnight.core.errors import ConfigError
 from overnight.messages.types import ModelRequest, ModelResponse

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from overnight.cli.handlers import EXIT_NO_RESULT, EXIT_USAGE, main
+from overnight.cli.handlers import EXIT_NO_RESULT
+from overnight.cli.main import main
+from overnight.cli.parser import EXIT_USAGE
 from overnight.report.facts import fmt_usd, read_extras, read_lessons
 from overnight.report.html import render_html
 from overnight.report.markdown import render_markdown

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from tests.report.runs import EVIL_TITLE
 
 #: Screenshots go here when OVERNIGHT_SCREENSHOTS names a folder (for a person to look at);

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jsonschema
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from overnight.core.endings import Stop
 from overnight.store.result import result_json_schema, shipped_schema
 from overnight.testing import ScriptedModel

@@ -60,8 +60,8 @@ def test_the_report_says_outside_the_sandbox_and_alert_once(repo: Path, tmp_path
     assert "outside it" in line and "as written" not in line
     assert cli(tmp_path, "report", run, "--html").returncode == 0
     html = (run / "report.html").read_text()
-    assert "<dt>alert</dt><dd>Alert:" not in html
-    assert "<dt>alert</dt><dd>none" in html
+    assert "<dt>alert</dt><dd>Alert" not in html  # the label is not said twice
+    assert "<dt>alert</dt><dd>none (this ending calls for no alert).</dd>" in html
 
 
 def test_the_panel_clock_reads_in_hours_and_minutes(repo: Path, tmp_path: Path) -> None:

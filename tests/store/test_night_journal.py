@@ -23,7 +23,7 @@ from tests.helpers.nights import command_task, load_result, make_repo, spec_data
 
 JOURNAL_ONLY = (
     "import sys, overnight.store.run_state as store; store.WHOLE_BELOW = 0; "
-    "from overnight.cli.handlers import main; sys.exit(main(sys.argv[1:]))"
+    "from overnight.cli.main import main; sys.exit(main(sys.argv[1:]))"
 )
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from overnight.cli.handlers import main
+from overnight.cli.main import main
 from tests.helpers.nights import command_task, git, spec_data, write_spec
 
 
@@ -156,3 +156,16 @@ def test_a_second_night_on_a_workspace_with_a_running_night_says_so(
     assert code == 0  # both may run, each on its own branch
     assert f"night {run_id} (pid {os.getpid()}) is already running on {repo}" in err
     assert "own branch" in err
+
+
+def test_of_runs_started_within_one_second_the_latest_is_the_one_indexed_last(
+    tmp_path: Path,
+) -> None:
+    from overnight.store.index import latest_run, register
+
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.json").write_text("{}")
+        (tmp_path / name / "spec.json").write_text("{}")
+        register(f"run-{name}", tmp_path / name, str(tmp_path), "2026-01-01T00:00:00+00:00")
+    assert latest_run() == tmp_path / "second"

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,25 +23,6 @@ from overnight.effects.review import run_dirs
 from overnight.night import git
 from overnight.night import worktree as ws
 from overnight.store.rundir import RunDir, is_locked
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([hdw])\s*$")
-_UNIT_SECONDS = {"h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
-
-
-@dataclass(frozen=True)
-class Age:
-    seconds: float
-    text: str
-
-
-def age_arg(given: str) -> Age:
-    """argparse type of ``--older-than``: ``12h``, ``30d``, ``2w``."""
-    found = _AGE.match(given)
-    if found is None:
-        raise argparse.ArgumentTypeError(
-            f"{given!r} is not an age: a number and a unit, h, d or w (12h, 30d, 2w)"
-        )
-    return Age(float(found.group(1)) * _UNIT_SECONDS[found.group(2)], given.strip())
 
 
 def _read_json(path: Path) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """``overnight fleet ...`` and ``overnight review --database``: the command line of the fleet.
 
-The arguments are declared here without the fleet's packages; each command imports
+The arguments are declared in ``overnight.cli.parser``; each command imports
 ``overnight.fleet`` only when it runs, after checking that the ``fleet`` extra is installed.
 """
 
@@ -13,106 +13,6 @@ import os
 import sys
 from pathlib import Path
 from typing import Any
-
-DATABASE_HELP = "the fleet's PostgreSQL URL (default: $OVERNIGHT_DATABASE)"
-TEMPORAL_HELP = (
-    "the Temporal frontend HOST:PORT (default: $OVERNIGHT_TEMPORAL, else localhost:7233)"
-)
-
-
-def add_fleet_parser(sub: Any) -> None:
-    fleet = sub.add_parser(
-        "fleet",
-        help="many nights on many machines: Temporal workers, PostgreSQL ledger, cap, results",
-        description="Run nights as Temporal workflows; the effects ledger, a daily money cap "
-        "and every night's result are shared in PostgreSQL. Needs pip install "
-        "'overnight[fleet]'.",
-    )
-    cmds = fleet.add_subparsers(dest="fleet_command", required=True)
-
-    def common(p: argparse.ArgumentParser, *, database: bool, temporal: bool) -> None:
-        if temporal:
-            p.add_argument("--temporal", metavar="HOST:PORT", help=TEMPORAL_HELP)
-            p.add_argument("--namespace", default="default", help="Temporal namespace")
-            p.add_argument(
-                "--task-queue",
-                default=None,
-                help="the task queue nights are carried out on (default: overnight-nights)",
-            )
-        if database:
-            p.add_argument("--database", metavar="URL", help=DATABASE_HELP)
-
-    w = cmds.add_parser("worker", help="carry out nights (until SIGTERM, which drains them)")
-    common(w, database=True, temporal=True)
-    w.add_argument(
-        "--runs",
-        type=Path,
-        required=True,
-        help="where run directories live: a path every worker reaches (shared filesystem)",
-    )
-    w.add_argument(
-        "--max-nights", type=int, default=32, help="nights carried out at once (default 32)"
-    )
-    w.add_argument(
-        "--usd-per-day",
-        type=float,
-        help="the fleet's daily money cap (a spec's [fleet] usd_per_day may only lower it)",
-    )
-
-    s = cmds.add_parser("submit", help="start a night (once per id: a repeat joins the first)")
-    common(s, database=False, temporal=True)
-    s.add_argument("spec", type=Path, help="the night's night.toml, on a path workers reach")
-    s.add_argument(
-        "--id",
-        dest="night_id",
-        help="the night's idempotency key (default: derived from the goal and the workspace)",
-    )
-    s.add_argument(
-        "--heartbeat-s",
-        type=float,
-        default=10.0,
-        help="a worker silent this long is taken for dead and the night resumed elsewhere",
-    )
-    s.add_argument(
-        "--wait", action="store_true", help="wait for the night; exit with its exit code"
-    )
-    s.add_argument(
-        "--retry",
-        action="store_true",
-        help="the night under this id failed: submit it again as a new night linked to it",
-    )
-
-    sch = cmds.add_parser(
-        "schedule",
-        help="nights that recur: schedule SPEC --cron, or list | pause | resume | delete NAME",
-    )
-    common(sch, database=False, temporal=True)
-    sch.add_argument("what", help="the night.toml to schedule, or list, pause, resume, delete")
-    sch.add_argument("name", nargs="?", help="the schedule (for pause, resume, delete)")
-    sch.add_argument("--cron", help='when, e.g. "0 22 * * 1-5" (UTC), or "@every 24h"')
-    sch.add_argument(
-        "--id",
-        dest="night_id",
-        help="the schedule's name; each night's id is it and the scheduled time "
-        "(default: derived from the goal and the workspace)",
-    )
-    sch.add_argument(
-        "--buffer-one",
-        action="store_true",
-        help="a night due while the last is running waits for it (default: it is skipped)",
-    )
-    sch.add_argument("--heartbeat-s", type=float, default=10.0, help="as for submit (default 10)")
-
-    st = cmds.add_parser("status", help="the fleet now: nights by state and class, today's spend")
-    common(st, database=True, temporal=False)
-    st.add_argument("--json", action="store_true", help="machine-readable")
-
-    rep = cmds.add_parser("report", help="every night's ending, spend against the cap, reviews")
-    common(rep, database=True, temporal=False)
-    rep.add_argument("--since", default="30d", help="30d, 12h, a date, or all (default 30d)")
-    rep.add_argument("--html", action="store_true", help="one self-contained HTML page")
-    rep.add_argument("--json", action="store_true", help="machine-readable")
-    rep.add_argument("--out", type=Path, help="write the report to this file")
 
 
 def _database(args: argparse.Namespace) -> str:

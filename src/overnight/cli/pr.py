@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from overnight.audit.run import audit_run
 from overnight.core.errors import ConfigError, WorkspaceError
@@ -23,7 +22,6 @@ from overnight.night import git
 from overnight.night.worktree import check_repository, git_common_dir
 from overnight.report.pull_request import AuditFound, AuditSaid, pr_body, pr_title
 from overnight.store.atomic import write_atomic
-from overnight.store.index import LATEST
 from overnight.store.result import TerminalResult
 from overnight.store.run_state import load_run_state
 from overnight.store.rundir import RunDir, read_json
@@ -51,44 +49,6 @@ PUSH_PASSED = (
     "GH_HOST",
     "GH_CONFIG_DIR",
 )
-
-
-def add_pr_parser(sub: Any, run_type: Any, run_help: str) -> None:
-    p = sub.add_parser(
-        "pr",
-        help="write a pull request for a night's verified commits; open it with gh when present",
-    )
-    p.add_argument(
-        "run_dir", nargs="?", default=LATEST, type=run_type, metavar="RUN", help=run_help
-    )
-    kind = p.add_mutually_exclusive_group()
-    kind.add_argument(
-        "--draft", dest="draft", action="store_true", help="open it as a draft (the default)"
-    )
-    kind.add_argument(
-        "--ready", dest="draft", action="store_false", help="open it ready for review"
-    )
-    p.set_defaults(draft=True)
-    p.add_argument(
-        "--push", action="store_true", help="push the branch to the remote before opening it"
-    )
-    p.add_argument("--remote", type=_name, default="origin", metavar="NAME", help="default: origin")
-    p.add_argument(
-        "--base", type=_name, metavar="BRANCH", help="the branch to merge into (default: gh's)"
-    )
-    p.add_argument(
-        "--out",
-        type=Path,
-        metavar="FILE",
-        help="where the body goes (default: RUN/pull-request.md)",
-    )
-
-
-def _name(given: str) -> str:
-    """A remote or branch name from the command line: never taken for an option."""
-    if not given or given.startswith("-") or any(c.isspace() for c in given):
-        raise argparse.ArgumentTypeError(f"{given!r} is not a remote or branch name")
-    return given
 
 
 def cmd_pr(args: argparse.Namespace) -> int:

@@ -5,33 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-from typing import Any
 
+from overnight.cli.parser import SHIPPED_NAME
 from overnight.replay import recording_of_run, render_replay, replay, shipped_recording
-
-SHIPPED_NAME = "demo"
-
-
-def add_replay_parser(sub: Any, run_help: str) -> None:
-    p = sub.add_parser(
-        "replay",
-        help="run a recorded night again against a copy of its workspace, the model answering "
-        "from the recording (no key, no money); report the first difference",
-    )
-    p.add_argument(
-        "run_dir",
-        metavar="RUN",
-        help=f"{run_help}; or `{SHIPPED_NAME}` for the demo night shipped with the package",
-    )
-    p.add_argument(
-        "--into",
-        type=Path,
-        metavar="DIR",
-        help="a new or empty directory for the copy and the replay's run "
-        "(default: a temporary one)",
-    )
-    p.add_argument("--json", action="store_true", help="machine-readable")
 
 
 def cmd_replay(args: argparse.Namespace) -> int:

@@ -8,7 +8,6 @@ import json
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -22,30 +21,6 @@ from overnight.models.gateway import spend_totals
 from overnight.night.workload_record import facts_of_run
 from overnight.store.journal import read_intact_records
 from overnight.store.rundir import RunDir, read_json
-
-
-def add_reprice_parser(sub: Any, run_type: Any, run_help: str) -> None:
-    p = sub.add_parser(
-        "reprice",
-        help="bill a recorded night again under other prices, model or cache policy "
-        "(no model call)",
-    )
-    p.add_argument("run_dir", type=run_type, metavar="RUN", help=run_help)
-    p.add_argument("--model", metavar="NAME", help="bill the main model's calls at NAME's price")
-    p.add_argument(
-        "--cache",
-        choices=("off", "5m", "1h"),
-        help="bill under this cache policy (derived from the recorded call times when the "
-        "recording cannot answer it exactly)",
-    )
-    p.add_argument(
-        "--prices",
-        type=Path,
-        metavar="FILE",
-        help="a TOML file of [<model>] tables (input, output, cache_read, cache_write_5m, "
-        "cache_write_1h in $ per million tokens) over the prices the run recorded",
-    )
-    p.add_argument("--json", action="store_true", help="machine-readable")
 
 
 def load_prices(path: Path) -> dict[str, Price]:

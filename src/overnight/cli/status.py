@@ -9,10 +9,10 @@ from typing import Any
 
 from overnight.core.budget import BudgetFractions
 from overnight.core.errors import ConfigError, OvernightError
-from overnight.models.gateway import spend_totals
 from overnight.store.journal import read_journal
 from overnight.store.run_state import load_run_state, saved_at
 from overnight.store.rundir import RunDir, holder_pid, is_locked, read_json
+from overnight.store.spend import spend_totals
 
 
 def read_status(path: Path) -> dict[str, Any]:

@@ -258,11 +258,12 @@ VIA_SAID = {
 
 
 def alert_sentence(route: str, sent: list[dict[str, Any]]) -> str:
-    """What became of the alert this ending calls for, in one sentence."""
+    """What became of the alert this ending calls for, in one sentence without a label (the
+    renderings put theirs before it: ``Alert:``, a definition list's ``alert``)."""
     if not sent:
         if route == "none":
-            return "Alert: none (this ending calls for no alert)."
-        return f'Alert: this ending calls for the "{route}" route; nothing was sent.'
+            return "none (this ending calls for no alert)."
+        return f'this ending calls for the "{route}" route; nothing was sent.'
     said = []
     for a in sent:
         how = f" ({a['via']})" if a.get("via") else ""
@@ -270,7 +271,7 @@ def alert_sentence(route: str, sent: list[dict[str, Any]]) -> str:
         detail = str(a.get("detail") or "")
         tail = f": {detail}" if detail and detail != "sent" else ""
         said.append(f'the "{a.get("action", route)}" route{how} {verb}{tail}')
-    return f"Alerted: {'; '.join(said)}."
+    return f"{'; '.join(said)}."
 
 
 def fmt_share(fraction: float) -> str:

@@ -140,7 +140,7 @@ def _verdict(f: ReportFacts) -> str:
         ("class", e(h.status)),
         ("exit code", e(h.exit_code)),
         ("resumable", "yes" if h.resumable else "no"),
-        ("alert", e(h.alert_said.removeprefix("Alert: "))),  # the label says it already
+        ("alert", e(h.alert_said)),
     ]
     dl = "".join(f"<div><dt>{k}</dt><dd>{v}</dd></div>" for k, v in facts)
     flight = tasks.in_flight

@@ -67,7 +67,7 @@ def render_markdown_facts(f: ReportFacts) -> str:
         f"{'resumable' if h.resumable else 'not resumable'}): {md_escape(h.why)}"
     )
     out.append("")
-    alert = md_escape(h.alert_said)
+    alert = f"{'Alerted' if h.alerts_sent else 'Alert'}: {md_escape(h.alert_said)}"
     if h.alerts_sent:
         sent = "; ".join(
             ", ".join(f"{md_escape(p.name)}: {md_code(p.value)}" for p in a) for a in h.alerts_sent

@@ -11,9 +11,9 @@ every other text field appears in both renderings.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import Any, Literal
 
 #: Metadata of a field the page shows and the Markdown leaves out.
 PAGE_ONLY: Mapping[str, bool] = MappingProxyType({"page_only": True})
@@ -317,3 +317,15 @@ class ReportFacts:
     @property
     def money(self) -> BudgetRow:
         return next(row for row in self.budgets if row.key == "cost_usd")
+
+
+#: ``overnight report --json``: what the document is, and the version of its shape (raised
+#: when a field is renamed or removed; a field added leaves it).
+FACTS_KIND = "overnight-report-facts"
+FACTS_VERSION = 1
+
+
+def facts_document(facts: ReportFacts) -> dict[str, Any]:
+    """Every fact of the report as plain values (``overnight report --json``): the view model's
+    fields, nested as they are, under a ``kind`` and a ``version``."""
+    return {"kind": FACTS_KIND, "version": FACTS_VERSION, **asdict(facts)}

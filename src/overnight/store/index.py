@@ -135,7 +135,9 @@ def latest_run() -> Path:
         )
     if running:
         return running[0].path
-    return max(runs, key=lambda r: r.created_at).path
+    # created_at is to the second; the index is in the order the runs started, so of runs
+    # started within one second the one indexed last is the latest
+    return max(reversed(runs), key=lambda r: r.created_at).path
 
 
 def resolve_run(given: str | Path) -> Path:
