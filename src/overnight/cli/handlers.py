@@ -16,11 +16,12 @@ from typing import Any
 
 from overnight import api
 from overnight.cli.fleet import cmd_fleet_review
-from overnight.cli.output import Progress, finish_output
+from overnight.cli.output import EventStream, Progress, finish_output
 from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError
 from overnight.core.text import printable
 from overnight.night.resolve import resolve
+from overnight.store.result import TerminalResult
 
 EXIT_NO_RESULT = 66
 
@@ -63,15 +64,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         night.close()
         raise
     with Progress(args.quiet) as progress:
-        result = api.run(night, on_event=progress)
-    return finish_output(result, args.json)
+        events = EventStream(progress) if args.events == "jsonl" else None
+        result = api.run(night, on_event=events or progress)
+    return _finish(result, args, events)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
     raises = {k: getattr(args, k) for k in ("usd", "hours", "steps", "tokens")}
     with Progress(args.quiet, run_dir=args.run_dir) as progress:
-        result = api.resume(args.run_dir, **raises, on_event=progress)
-    return finish_output(result, args.json)
+        events = EventStream(progress) if args.events == "jsonl" else None
+        result = api.resume(args.run_dir, **raises, on_event=events or progress)
+    return _finish(result, args, events)
+
+
+def _finish(result: TerminalResult, args: argparse.Namespace, events: EventStream | None) -> int:
+    """The summary; with ``--events`` stdout holds the events, the result their last line,
+    and the summary goes to stderr."""
+    if events is None:
+        return finish_output(result, args.json)
+    events.result(result)
+    return finish_output(result, args.json, out=sys.stderr)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

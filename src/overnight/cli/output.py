@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, TextIO
 
 from rich.console import Console
 from rich.live import Live
@@ -98,6 +99,32 @@ def progress_line(e: Event) -> str | None:
     return None
 
 
+#: The version of the records `--events jsonl` writes (each line's ``v``).
+EVENTS_VERSION = 1
+
+
+class EventStream:
+    """``--events jsonl``: every event of the night as one JSON object on its own line on
+    stdout, as the trace holds it (its ``kind``, ``t``, ``at`` and fields), with the format's
+    version ``v``; the last line is the terminal result (``kind`` ``result``)."""
+
+    def __init__(self, then: Callable[[Event], None] | None = None) -> None:
+        self.then = then
+
+    def __call__(self, event: Event) -> None:
+        self.write({"v": EVENTS_VERSION, **event.model_dump(mode="json")})
+        if self.then is not None:
+            self.then(event)
+
+    def result(self, result: TerminalResult) -> None:
+        self.write({"v": EVENTS_VERSION, **result.model_dump(mode="json"), "kind": "result"})
+
+    @staticmethod
+    def write(record: dict[str, Any]) -> None:
+        sys.stdout.write(json.dumps(record, sort_keys=True, ensure_ascii=False) + "\n")
+        sys.stdout.flush()
+
+
 class Progress:
     """The ``on_event`` handler of ``overnight run`` and ``overnight resume``: quiet, a line per
     event on a pipe, or a live panel on a terminal. Use it as a context manager, so the panel
@@ -167,34 +194,41 @@ class Progress:
         self.live.update(render_panel(status, self.last))
 
 
-def finish_output(result: TerminalResult, as_json: bool) -> int:
-    """The night's summary on stdout (or result.json itself); returns its exit code."""
+def finish_output(result: TerminalResult, as_json: bool, out: TextIO | None = None) -> int:
+    """The night's summary on stdout (or result.json itself; ``out``: elsewhere, stderr when
+    stdout carries the events); returns its exit code."""
+    out = out or sys.stdout
     run_dir = result.run_dir
     if as_json:
-        print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True))
+        print(json.dumps(result.model_dump(mode="json"), indent=2, sort_keys=True), file=out)
     else:
         already = ", already met before any work" if result.already_met else ""
-        print(f"ending:  {result.stop_reason}{already} ({result.status}, exit {result.exit_code})")
-        print(printable(f"why:     {result.message}"))
+        print(
+            f"ending:  {result.stop_reason}{already} ({result.status}, exit {result.exit_code})",
+            file=out,
+        )
+        print(printable(f"why:     {result.message}"), file=out)
         predicate = result.predicate
         if predicate is not None and not predicate.met and result.stop_reason != "GOAL_MET":
             tail = [line for line in predicate.detail.strip().splitlines() if line.strip()][-8:]
             if tail:
-                print(f"goal check `{predicate.command}` (exit {predicate.exit_code}) said:")
-                print(printable("\n".join(f"  {line}" for line in tail)))
+                print(
+                    f"goal check `{predicate.command}` (exit {predicate.exit_code}) said:", file=out
+                )
+                print(printable("\n".join(f"  {line}" for line in tail)), file=out)
         for p in result.plan.parked:
-            print("parked:  " + one_line(f"{p.id}: {p.reason}"))
+            print("parked:  " + one_line(f"{p.id}: {p.reason}"), file=out)
             if p.detail.strip():
-                print("         " + one_line(clip(p.detail, PARKED_SHOWN)))
-        print(f"spent:   {spent_sentence(result)}")
+                print("         " + one_line(clip(p.detail, PARKED_SHOWN)), file=out)
+        print(f"spent:   {spent_sentence(result)}", file=out)
         if result.already_met:
-            print("branch:  none (nothing was done, so none was kept)")
+            print("branch:  none (nothing was done, so none was kept)", file=out)
         else:
-            print(f"branch:  {result.branch.name} ({verified_count(result)})")
-        print(f"result:  {run_dir / 'result.json'}")
-        print(f"report:  overnight report {run_dir}")
+            print(f"branch:  {result.branch.name} ({verified_count(result)})", file=out)
+        print(f"result:  {run_dir / 'result.json'}", file=out)
+        print(f"report:  overnight report {run_dir}", file=out)
         if result.resumable and result.exit_code != 0:
-            print(f"resume:  {resume_hint(run_dir, result)}")
+            print(f"resume:  {resume_hint(run_dir, result)}", file=out)
     return int(result.exit_code)
 
 

@@ -109,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--json", action="store_true", help="print result.json to stdout at the end")
     run.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    run.add_argument(
+        "--events",
+        choices=("jsonl",),
+        help="one JSON object per event of the night on stdout (the trace's records, with the "
+        "format's version v; the last is the result); the summary then goes to stderr",
+    )
 
     res = sub.add_parser("resume", help="continue a run after a crash, a kill or a stop")
     res.add_argument(
@@ -120,6 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--tokens", type=int, help="set the token limit")
     res.add_argument("--json", action="store_true", help="print result.json to stdout at the end")
     res.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    res.add_argument(
+        "--events",
+        choices=("jsonl",),
+        help="one JSON object per event of the night on stdout (the trace's records, with the "
+        "format's version v; the last is the result); the summary then goes to stderr",
+    )
 
     st = sub.add_parser("status", help="where a run stands, running or finished")
     st.add_argument(
