@@ -13,10 +13,11 @@ from overnight.clock import FakeClock
 from overnight.core.budget import BudgetFractions, Ledger, Price, PriceTable, Usage
 from overnight.core.errors import BudgetRefused, DependencyUnavailable, ModelCallFailed
 from overnight.messages.types import ModelRequest, ModelResponse, TextBlock, estimate_input_tokens
-from overnight.models.gateway import ModelGateway, spend_totals
+from overnight.models.gateway import ModelGateway
 from overnight.models.retry import RetryingClient
 from overnight.models.seam import CallableModel
 from overnight.store.journal import Journal, read_journal
+from overnight.store.spend import spend_totals
 from overnight.store.trace import Trace
 from overnight.testing import text_answer, usage_dict
 from overnight.testing.fakes import (

@@ -19,11 +19,12 @@ from overnight.core.budget import BudgetFractions, Ledger, Price, PriceTable
 from overnight.core.errors import DependencyUnavailable
 from overnight.messages.types import ModelRequest, estimate_input_tokens
 from overnight.models.anthropic_provider import AnthropicClient
-from overnight.models.gateway import ModelGateway, spend_totals
+from overnight.models.gateway import ModelGateway
 from overnight.models.openai_provider import OpenAIClient
 from overnight.models.provider_errors import translate
 from overnight.models.retry import RetryingClient
 from overnight.store.journal import Journal, read_journal
+from overnight.store.spend import spend_totals
 from overnight.store.trace import Trace
 from tests.helpers.provider import Hangup, LocalProvider, status_only, unbound_port
 

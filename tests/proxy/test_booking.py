@@ -13,10 +13,11 @@ import pytest
 from overnight.clock import FakeClock
 from overnight.core.budget import BudgetFractions, Ledger, Price, PriceTable, Usage
 from overnight.messages.types import ModelRequest, ModelResponse
-from overnight.models.gateway import ModelGateway, spend_totals
+from overnight.models.gateway import ModelGateway
 from overnight.proxy.booking import MIN_OUTPUT_TOKENS, TaskMeter
 from overnight.proxy.metering import Answered, Asked, Refused
 from overnight.store.journal import Journal, read_intact_records, read_journal
+from overnight.store.spend import spend_totals
 from overnight.store.trace import Trace
 
 MODEL = "sonnet-class"

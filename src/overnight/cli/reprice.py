@@ -17,10 +17,10 @@ from overnight.config.spec import PriceSpec, Spec
 from overnight.core.budget import Price, PriceTable, to_nanos
 from overnight.core.errors import ConfigError
 from overnight.estimate.reprice import render_repricing, reprice_run
-from overnight.models.gateway import spend_totals
 from overnight.night.workload_record import facts_of_run
 from overnight.store.journal import read_intact_records
 from overnight.store.rundir import RunDir, read_json
+from overnight.store.spend import spend_totals
 
 
 def load_prices(path: Path) -> dict[str, Price]:

@@ -57,9 +57,6 @@ from overnight.messages.types import (
 from overnight.models.provider_errors import NotSent, ProviderError
 from overnight.models.retry import MeteredClient
 from overnight.seams import ModelClient, SharedCap
-from overnight.store.spend import UNANSWERED as UNANSWERED
-from overnight.store.spend import SpendTotals as SpendTotals
-from overnight.store.spend import spend_totals as spend_totals
 
 
 def budget_notice(spent: float, limit: float, band: Band) -> str:

@@ -21,7 +21,7 @@ from overnight.core.errors import ConfigError
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
 from overnight.effects.store import SqliteEffectStore
-from overnight.models.gateway import ModelGateway, spend_totals
+from overnight.models.gateway import ModelGateway
 from overnight.models.providers import build_client
 from overnight.night.attempts import Attempts, TaskExecutors
 from overnight.night.checkouts import Checkouts
@@ -50,6 +50,7 @@ from overnight.seams import (
 from overnight.store.answer_log import ANSWERS_FILE, AnswerRecorder, placeholders
 from overnight.store.journal import Journal, read_journal
 from overnight.store.rundir import RunDir
+from overnight.store.spend import spend_totals
 from overnight.store.trace import Trace
 from overnight.telemetry.content import ContentTap
 from overnight.telemetry.setup import content_tap

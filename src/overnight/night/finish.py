@@ -38,7 +38,7 @@ from overnight.core.state import RunState
 from overnight.core.tasks import ParkedTask
 from overnight.core.text import clip
 from overnight.messages.types import estimate_input_tokens
-from overnight.models.gateway import EventSink, ModelGateway, SpendTotals, spend_totals
+from overnight.models.gateway import EventSink, ModelGateway
 from overnight.night.alerts import send_alert
 from overnight.night.harness_requests import summary_request
 from overnight.sandbox.identity import Identity
@@ -65,6 +65,7 @@ from overnight.store.result import (
     Wrapup,
 )
 from overnight.store.rundir import RunDir, write_json_atomic
+from overnight.store.spend import SpendTotals, spend_totals
 from overnight.store.trace import redact
 
 DEFAULT_MESSAGES: dict[Ending, str] = {
