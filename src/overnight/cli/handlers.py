@@ -186,7 +186,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from overnight.cli.demo import run_demo
 
-    return run_demo(args.dir, quiet=args.quiet, example=args.example)
+    return run_demo(args.dir, quiet=args.quiet, example=args.example, executor=args.executor)
 
 
 def cmd_estimate(args: argparse.Namespace) -> int:

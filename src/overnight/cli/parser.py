@@ -24,6 +24,10 @@ EXIT_USAGE = 64
 #: The RUN that names the run started last (``overnight.store.index.LATEST``, which resolves
 #: it; a test holds the two equal so that this module need not import the index).
 LATEST = "latest"
+#: The demo's executors (``overnight.demo.DEMO_EXECUTORS``, which this module may not import:
+#: it stays light; a test holds the two equal).
+DEMO_EXECUTORS = ("agent", "claude-code")
+
 RUN_HELP = "a run directory, or a run id (or its unique start) from `overnight list`"
 LATEST_HELP = RUN_HELP + ", or `latest` (the default: the run started last)"
 
@@ -269,6 +273,14 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("textstats", "migrations"),
         default="textstats",
         help="textstats: an agent fixes two bugs (default); migrations: command tasks",
+    )
+    demo.add_argument(
+        "--executor",
+        choices=DEMO_EXECUTORS,
+        default="agent",
+        help="who carries out the agent tasks: overnight's own agent (the default), or the "
+        "installed Claude Code CLI, through the metering proxy and the sandbox, against a "
+        "scripted model on 127.0.0.1 (no key, no money)",
     )
 
     ini = sub.add_parser(

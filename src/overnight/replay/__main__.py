@@ -18,8 +18,7 @@ def main() -> int:
     # paths relative or as placeholders before it cuts what a model is shown)
     where = base / ("x" * 100)
     try:
-        _, _, night = start_demo(where, SHIPPED)
-        result = api.run(night)
+        result = api.run(start_demo(where, SHIPPED).night)
         print(f"ending:  {result.stop_reason} ({result.status}, exit {result.exit_code})")
         if result.exit_code != 0:
             return int(result.exit_code)

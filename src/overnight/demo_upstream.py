@@ -1,0 +1,130 @@
+"""The model of the demo night with a CLI agent (``overnight demo --executor claude-code``):
+a scripted upstream on 127.0.0.1 playing Anthropic's Messages API, for the harness's own calls
+(the plan, a drift verdict, the closing summary) and for the CLI's, which reach it through the
+harness's metering proxy as a real model's would. The CLI gets the tool calls of the example's
+two fixes, one per request of its conversation, and runs them itself; the harness judges what
+it did, as it judges any executor. No key leaves the machine; no money is spent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from typing import Any
+
+from overnight.core.budget import Usage
+from overnight.messages.answers import DRIFT_TOOL, PLAN_TOOL, REPLAN_TOOL
+from overnight.testing.upstream import Received, Turn, call, text, tool_calls
+
+#: The textstats example's plan: two tasks, one bug each in textstats/core.py.
+PLAN: dict[str, Any] = {
+    "reasoning": "Two tests fail for two separate bugs in textstats/core.py.",
+    "tasks": [
+        {
+            "id": "fix_words",
+            "title": "words(): lower-case and strip punctuation",
+            "brief": "tests/test_words.py expects words() to lower-case words and drop "
+            "surrounding punctuation. Fix words() in textstats/core.py.",
+            "verify": "python3 -m unittest tests.test_words -q",
+            "value": 2,
+        },
+        {
+            "id": "fix_ties",
+            "title": "top_words(): break ties alphabetically",
+            "brief": "tests/test_top.py expects words with equal counts in alphabetical order. "
+            "Fix the sort in top_words() in textstats/core.py.",
+            "verify": "python3 -m unittest tests.test_top -q",
+            "value": 1,
+        },
+    ],
+}
+
+_PUNCT = ".,!?;:\\\"'()"
+_EDITS = {
+    "fix_words": (
+        "    return text.split()",
+        f'    stripped = (w.strip("{_PUNCT}") for w in text.split())\n'
+        "    return [w.lower() for w in stripped if w]",
+    ),
+    "fix_ties": ("key=lambda item: -item[1])", "key=lambda item: (-item[1], item[0]))"),
+}
+_DONE = {
+    "fix_words": "words() now strips surrounding punctuation and lower-cases each word.",
+    "fix_ties": "top_words() now sorts by count, then alphabetically.",
+}
+_TASK = re.compile(r"Task ([A-Za-z0-9_.:-]+):")
+#: What each of the CLI's answers bills, as a mid-sized agent turn would.
+_USAGE = Usage(input=2400, output=160)
+
+
+def _edit_command(old: str, new: str) -> str:
+    """A shell command that makes one edit of textstats/core.py, as an agent's Bash call."""
+    program = (
+        "import json, pathlib, sys; p = pathlib.Path('textstats/core.py'); "
+        "old, new = json.loads(sys.argv[1]); t = p.read_text(); "
+        "assert old in t, 'the text to replace is not there'; p.write_text(t.replace(old, new))"
+    )
+    return f"python3 -c {shlex.quote(program)} {shlex.quote(json.dumps([old, new]))}"
+
+
+def _steps(task_id: str, verify: str) -> list[Turn]:
+    old, new = _EDITS[task_id]
+    return [
+        tool_calls(
+            call("Bash", command="sed -n 1,80p textstats/core.py", description="read"), usage=_USAGE
+        ),
+        tool_calls(call("Bash", command=_edit_command(old, new), description="fix"), usage=_USAGE),
+        tool_calls(call("Bash", command=verify, description="run the tests"), usage=_USAGE),
+        text(_DONE[task_id], usage=_USAGE),
+    ]
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return ""
+
+
+def _summary(first: str) -> Turn:
+    try:
+        facts = json.loads(first)
+    except ValueError:
+        return text("ok")
+    if not isinstance(facts, dict) or "stop_reason" not in facts:
+        return text("ok")
+    done = ", ".join(str(t.get("id")) for t in facts.get("verified") or []) or "nothing"
+    return text(
+        f"Ended {facts['stop_reason']}. Verified and committed: {done}. Claude Code made both "
+        "fixes in textstats/core.py; the tests were not edited."
+    )
+
+
+def play(request: Received) -> Turn:
+    """The answer to one request, from what it asks for: a structured answer the harness's
+    tool names, the next step of the CLI's conversation about its task, or a text."""
+    body = request.body if isinstance(request.body, dict) else {}
+    names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
+    if PLAN_TOOL.name in names:
+        return tool_calls(call(PLAN_TOOL.name, **PLAN))
+    if REPLAN_TOOL.name in names:
+        return tool_calls(call(REPLAN_TOOL.name, reasoning="The queue covers the goal.", add=[]))
+    if DRIFT_TOOL.name in names:
+        verdict = {
+            "reasoning": "Each queued task fixes a function a failing test exercises.",
+            "off_goal_task_ids": [],
+            "drift_score": 0.05,
+        }
+        return tool_calls(call(DRIFT_TOOL.name, **verdict))
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    first = _text_of(messages[0].get("content")) if messages else ""
+    found = _TASK.search(first)
+    if "Bash" in names and found is not None and found.group(1) in _EDITS:
+        task_id = found.group(1)
+        verify = next(str(t["verify"]) for t in PLAN["tasks"] if t["id"] == task_id)
+        steps = _steps(task_id, verify)
+        taken = sum(1 for m in messages if m.get("role") == "assistant")
+        return steps[min(taken, len(steps) - 1)]
+    return _summary(first)
