@@ -44,7 +44,7 @@ def prepare_example(target: Path, name: str = EXAMPLE) -> Path:
 
 #: Who may carry out the demo's agent tasks: overnight's own agent, or a CLI agent installed
 #: on this machine (played by ``overnight.demo_upstream``).
-DEMO_EXECUTORS = ("agent", "claude-code")
+DEMO_EXECUTORS = ("agent", "claude-code", "codex")
 #: The credential the demo's scripted upstream takes (not a key of any provider).
 DEMO_KEY = "sk-overnight-demo-not-a-key"
 
@@ -118,14 +118,20 @@ def _cli_demo(base: Path, workspace: Path, executor: str) -> DemoNight:
     upstream = ScriptedUpstream(play, key=DEMO_KEY).start()
     # The harness's own key and address of the provider, which its model client and its
     # metering proxy read: neither ever enters the sandbox.
-    own = {"ANTHROPIC_API_KEY": DEMO_KEY, "ANTHROPIC_BASE_URL": upstream.url}
+    own = {
+        "ANTHROPIC_API_KEY": DEMO_KEY,
+        "ANTHROPIC_BASE_URL": upstream.url,
+        "OPENAI_API_KEY": DEMO_KEY,
+        "OPENAI_BASE_URL": upstream.openai_url,
+    }
     saved = {name: os.environ.get(name) for name in own}
     os.environ.update(own)
     try:
         spec = load_spec(workspace / f"night.{executor}.toml")
         if spec.model is None:
             raise ConfigError("model", f"night.{executor}.toml names no [model]")
-        model = spec.model.model_copy(update={"base_url": upstream.url})
+        url = upstream.url if spec.model.provider == "anthropic" else upstream.openai_url
+        model = spec.model.model_copy(update={"base_url": url})
         spec = spec.model_copy(update={"model": model})
         print(
             f"overnight demo: the agent tasks are carried out by {executor}, installed on this "

@@ -1,5 +1,6 @@
-"""The model of the demo night with a CLI agent (``overnight demo --executor claude-code``):
-a scripted upstream on 127.0.0.1 playing Anthropic's Messages API, for the harness's own calls
+"""The model of the demo night with a CLI agent (``overnight demo --executor claude-code`` or
+``codex``): a scripted upstream on 127.0.0.1 playing Anthropic's Messages API and OpenAI's
+Responses API, for the harness's own calls
 (the plan, a drift verdict, the closing summary) and for the CLI's, which reach it through the
 harness's metering proxy as a real model's would. The CLI gets the tool calls of the example's
 two fixes, one per request of its conversation, and runs them itself; the harness judges what
@@ -68,16 +69,39 @@ def _edit_command(old: str, new: str) -> str:
     return f"python3 -c {shlex.quote(program)} {shlex.quote(json.dumps([old, new]))}"
 
 
-def _steps(task_id: str, verify: str) -> list[Turn]:
+def _steps(task_id: str, verify: str, shell: str) -> list[Turn]:
+    """The CLI's turns for one task: read the file, edit it, run the task's check, say so;
+    each command a call of its own shell tool (Claude Code's ``Bash``, Codex's
+    ``exec_command``)."""
     old, new = _EDITS[task_id]
-    return [
-        tool_calls(
-            call("Bash", command="sed -n 1,80p textstats/core.py", description="read"), usage=_USAGE
-        ),
-        tool_calls(call("Bash", command=_edit_command(old, new), description="fix"), usage=_USAGE),
-        tool_calls(call("Bash", command=verify, description="run the tests"), usage=_USAGE),
-        text(_DONE[task_id], usage=_USAGE),
-    ]
+    commands = ("sed -n 1,80p textstats/core.py", _edit_command(old, new), verify)
+    if shell == "Bash":
+        turns = [
+            tool_calls(call("Bash", command=c, description="step"), usage=_USAGE) for c in commands
+        ]
+    else:
+        turns = [tool_calls(call("exec_command", cmd=c), usage=_USAGE) for c in commands]
+    return [*turns, text(_DONE[task_id], usage=_USAGE)]
+
+
+def _first_text(body: dict[str, Any]) -> str:
+    """The text of a request's first message (Messages ``messages``, Responses ``input``)."""
+    items = body.get("messages") or body.get("input") or []
+    if isinstance(items, str):
+        return items
+    first = next((m for m in items if isinstance(m, dict)), None)
+    return _text_of(first.get("content")) if first is not None else ""
+
+
+def _turns_taken(body: dict[str, Any]) -> int:
+    """How many answers of the conversation came before: the assistant's messages (Messages),
+    or the results of its tool calls sent back (Responses)."""
+    if "messages" in body:
+        return sum(
+            1 for m in body["messages"] if isinstance(m, dict) and m.get("role") == "assistant"
+        )
+    items = body.get("input") or []
+    return sum(1 for i in items if isinstance(i, dict) and i.get("type") == "function_call_output")
 
 
 def _text_of(content: Any) -> str:
@@ -86,6 +110,10 @@ def _text_of(content: Any) -> str:
     if isinstance(content, list):
         return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
     return ""
+
+
+#: The shell tool of each CLI the demo plays for.
+_SHELLS = ("Bash", "exec_command")
 
 
 def _summary(first: str) -> Turn:
@@ -97,7 +125,7 @@ def _summary(first: str) -> Turn:
         return text("ok")
     done = ", ".join(str(t.get("id")) for t in facts.get("verified") or []) or "nothing"
     return text(
-        f"Ended {facts['stop_reason']}. Verified and committed: {done}. Claude Code made both "
+        f"Ended {facts['stop_reason']}. Verified and committed: {done}. The CLI agent made both "
         "fixes in textstats/core.py; the tests were not edited."
     )
 
@@ -118,13 +146,12 @@ def play(request: Received) -> Turn:
             "drift_score": 0.05,
         }
         return tool_calls(call(DRIFT_TOOL.name, **verdict))
-    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
-    first = _text_of(messages[0].get("content")) if messages else ""
-    found = _TASK.search(first)
-    if "Bash" in names and found is not None and found.group(1) in _EDITS:
+    shell = next((s for s in _SHELLS if s in names), None)
+    found = _TASK.search(request.raw.decode("utf-8", "replace")) if shell else None
+    if shell is not None and found is not None and found.group(1) in _EDITS:
         task_id = found.group(1)
         verify = next(str(t["verify"]) for t in PLAN["tasks"] if t["id"] == task_id)
-        steps = _steps(task_id, verify)
-        taken = sum(1 for m in messages if m.get("role") == "assistant")
-        return steps[min(taken, len(steps) - 1)]
+        steps = _steps(task_id, verify, shell)
+        return steps[min(_turns_taken(body), len(steps) - 1)]
+    first = _first_text(body)
     return _summary(first)

@@ -26,7 +26,7 @@ EXIT_USAGE = 64
 LATEST = "latest"
 #: The demo's executors (``overnight.demo.DEMO_EXECUTORS``, which this module may not import:
 #: it stays light; a test holds the two equal).
-DEMO_EXECUTORS = ("agent", "claude-code")
+DEMO_EXECUTORS = ("agent", "claude-code", "codex")
 
 RUN_HELP = "a run directory, or a run id (or its unique start) from `overnight list`"
 LATEST_HELP = RUN_HELP + ", or `latest` (the default: the run started last)"
@@ -279,7 +279,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=DEMO_EXECUTORS,
         default="agent",
         help="who carries out the agent tasks: overnight's own agent (the default), or the "
-        "installed Claude Code CLI, through the metering proxy and the sandbox, against a "
+        "installed Claude Code or Codex CLI, through the metering proxy and the sandbox, against a "
         "scripted model on 127.0.0.1 (no key, no money)",
     )
 
