@@ -233,6 +233,23 @@ def test_the_check_before_a_resume_reports_only_a_newer_format(tmp_path: Path) -
         check_formats(checkpoint, spend)
 
 
+def test_the_check_before_a_resume_finds_a_newer_line_among_many_and_no_false_one(
+    tmp_path: Path,
+) -> None:
+    """The check reads no checksum of the thousands of lines a long night's journal holds;
+    a field of a record that happens to be called ``fmt`` is not a line's format."""
+    checkpoint, spend = tmp_path / "checkpoint.json", tmp_path / "spend.jsonl"
+    records = [{"usd": 0.01, "n": n} for n in range(2000)]
+    spend.write_bytes(b"".join(line(r) for r in records) + line({"detail": {"fmt": 99}}))
+    check_formats(checkpoint, spend)  # a nested "fmt" is a record's own field
+    spaced = json.dumps({"fmt": LINE_FORMAT + 1, "by": "9.0.0", "crc": 0}, indent=1)
+    spend.write_bytes(
+        b"".join(line(r) for r in records) + spaced.replace("\n", " ").encode() + b"\n"
+    )
+    with pytest.raises(NewerFormat, match=r"spend\.jsonl line 2001"):
+        check_formats(checkpoint, spend)
+
+
 @pytest.mark.parametrize("by", ["0.3.0\x1b[2J", "", 3, "x" * 65, None])
 def test_a_writer_that_is_not_a_version_is_not_shown(tmp_path: Path, by: object) -> None:
     path = tmp_path / "spend.jsonl"

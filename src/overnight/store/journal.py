@@ -20,9 +20,11 @@ and the fragment would become an unreadable line in the middle of the file.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
+import re
 import stat
 import threading
 import zlib
@@ -202,6 +204,24 @@ def read_intact_records(path: Path) -> list[dict[str, Any]]:
     except OSError:
         return []
     return [r for r in map(_decode_line, raw.splitlines()) if isinstance(r, dict)]
+
+
+#: A line's format as its canonical JSON writes it (spaces allowed, for a writer that adds them).
+_FORMAT_OF_LINE = re.compile(rb'"' + FORMAT_FIELD.encode() + rb'"\s*:\s*(\d+)')
+
+
+def check_line_formats(path: Path) -> None:
+    """Raise ``NewerFormat`` when a line of ``path`` is of a format newer than this
+    overnight's, without checking every line's checksum (``read_journal`` does): only a file
+    that names a newer format anywhere is read whole, which then says which line. Reads only;
+    a file that is missing or unreadable is left to its reader to report."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return
+    if any(int(found.group(1)) > LINE_FORMAT for found in _FORMAT_OF_LINE.finditer(data)):
+        with contextlib.suppress(CheckpointCorrupt):
+            read_journal(path)
 
 
 def read_journal(path: Path) -> list[dict[str, Any]]:

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from overnight.core.errors import CheckpointCorrupt
 from overnight.core.state import RunState, StateDelta, apply_delta
 from overnight.store.checkpoint import Snapshot, SnapshotId, read_snapshot, write_snapshot
-from overnight.store.journal import Journal, read_journal
+from overnight.store.journal import Journal, check_line_formats, read_journal
 from overnight.store.migrations import lift
 
 #: A state whose last size was below this is written whole at every save.
@@ -106,8 +106,7 @@ def check_formats(checkpoint: Path, *journals: Path) -> None:
     with contextlib.suppress(CheckpointCorrupt):
         read_snapshot(checkpoint)
     for path in (journal_path(checkpoint), *journals):
-        with contextlib.suppress(CheckpointCorrupt):
-            read_journal(path)
+        check_line_formats(path)
 
 
 def saved_at(checkpoint: Path) -> float | None:
