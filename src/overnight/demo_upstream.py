@@ -15,45 +15,35 @@ import shlex
 from typing import Any
 
 from overnight.core.budget import Usage
+from overnight.examples.textstats import demo_model
 from overnight.messages.answers import DRIFT_TOOL, PLAN_TOOL, REPLAN_TOOL
 from overnight.testing.upstream import Received, Turn, call, text, tool_calls
 
-#: The textstats example's plan: two tasks, one bug each in textstats/core.py.
-PLAN: dict[str, Any] = {
-    "reasoning": "Two tests fail for two separate bugs in textstats/core.py.",
-    "tasks": [
-        {
-            "id": "fix_words",
-            "title": "words(): lower-case and strip punctuation",
-            "brief": "tests/test_words.py expects words() to lower-case words and drop "
-            "surrounding punctuation. Fix words() in textstats/core.py.",
-            "verify": "python3 -m unittest tests.test_words -q",
-            "value": 2,
-        },
-        {
-            "id": "fix_ties",
-            "title": "top_words(): break ties alphabetically",
-            "brief": "tests/test_top.py expects words with equal counts in alphabetical order. "
-            "Fix the sort in top_words() in textstats/core.py.",
-            "verify": "python3 -m unittest tests.test_top -q",
-            "value": 1,
-        },
-    ],
-}
+#: The plan and the fixes are the demo's own (the example's scripted model): the same two
+#: tasks, the same edits, whoever carries them out.
+PLAN: dict[str, Any] = demo_model.PLAN
 
-_PUNCT = ".,!?;:\\\"'()"
-_EDITS = {
-    "fix_words": (
-        "    return text.split()",
-        f'    stripped = (w.strip("{_PUNCT}") for w in text.split())\n'
-        "    return [w.lower() for w in stripped if w]",
-    ),
-    "fix_ties": ("key=lambda item: -item[1])", "key=lambda item: (-item[1], item[0]))"),
-}
-_DONE = {
-    "fix_words": "words() now strips surrounding punctuation and lower-cases each word.",
-    "fix_ties": "top_words() now sorts by count, then alphabetically.",
-}
+
+def _edits() -> dict[str, tuple[str, str]]:
+    """Each task's one edit of textstats/core.py, as the example's script makes it."""
+    edits: dict[str, tuple[str, str]] = {}
+    script: dict[str, list[tuple[str | None, Any]]] = demo_model.STEPS
+    for task_id, steps in script.items():
+        for tool, payload in steps:
+            if tool == "edit_file":
+                edits[task_id] = (str(payload["old"]), str(payload["new"]))
+    return edits
+
+
+def _done() -> dict[str, str]:
+    """What the script's agent says when each task is done (its last step, first line)."""
+    return {
+        task_id: str(steps[-1][1]).splitlines()[0] for task_id, steps in demo_model.STEPS.items()
+    }
+
+
+_EDITS = _edits()
+_DONE = _done()
 _TASK = re.compile(r"Task ([A-Za-z0-9_.:-]+):")
 #: What each of the CLI's answers bills, as a mid-sized agent turn would.
 _USAGE = Usage(input=2400, output=160)
