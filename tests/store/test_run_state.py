@@ -367,3 +367,91 @@ def test_compaction_keeps_the_bytes_a_save_writes_bounded_on_average(tmp_path: P
             deltas.append(store.bytes_written - before[1])
     # A change of d bytes costs d in the journal and, folded into a snapshot, about d again.
     assert (store.bytes_written - start) / saves < 3 * max(deltas)
+
+
+def test_a_compaction_after_a_load_reads_a_journal_that_grew_since_the_load(
+    tmp_path: Path,
+) -> None:
+    # The first compaction after a load takes the journal's base and last save from the
+    # load's own read, but only while the file is the one the load read.
+    path = tmp_path / "checkpoint.json"
+    evo = Evolution(11)
+    writer = RunStateStore(path, whole_below=0)
+    writer.save(evo.state)
+    for i in range(1, 40):
+        evo.step(i)
+        writer.save(evo.state)
+    loaded = load_run_state(path)
+    assert loaded is not None
+    for i in range(40, 46):  # the journal grows after the load
+        evo.step(i)
+        writer.save(evo.state)
+    writer.close()
+    last_line = json.loads(journal_lines(path)[-1])["seq"]
+    RunStateStore(path, whole_below=0).compact(loaded)
+    snapshot = read_snapshot(path)
+    assert snapshot is not None and snapshot.id.seq > last_line
+    assert not journal_path(path).exists()
+    assert dump(load_run_state(path)) == dump(loaded)
+
+
+def _journaled(path: Path, seed: int, steps: int) -> Evolution:
+    evo = Evolution(seed)
+    writer = RunStateStore(path, whole_below=0)
+    writer.save(evo.state)
+    i = 0
+    while i < steps or not journal_path(path).exists() or len(journal_lines(path)) < 5:
+        i += 1
+        evo.step(i)
+        writer.save(evo.state)
+    writer.close()
+    return evo
+
+
+def test_a_state_loaded_to_continue_appends_to_the_journal_it_was_read_from(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "checkpoint.json"
+    _journaled(path, seed=12, steps=40)
+    snapshot_before = path.read_bytes()
+    lines_before = len(journal_lines(path))
+    loaded = load_run_state(path, to_continue=True)
+    assert loaded is not None
+    loaded.resumes += 1  # what a resume changes before its first save
+    loaded.stopped_reason = None
+    store = RunStateStore(path, whole_below=0)
+    store.continue_loaded(loaded)
+    store.save(loaded)
+    store.close()
+    # One line more on the same journal, the snapshot untouched, and the state loads back.
+    assert store.compactions == 0
+    assert path.read_bytes() == snapshot_before
+    assert len(journal_lines(path)) == lines_before + 1
+    assert dump(load_run_state(path)) == dump(loaded)
+
+
+def test_a_state_loaded_to_continue_is_written_whole_when_the_files_changed_since(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "checkpoint.json"
+    evo = _journaled(path, seed=13, steps=40)
+    loaded = load_run_state(path, to_continue=True)
+    assert loaded is not None
+    other = RunStateStore(path, whole_below=0)  # another writer compacts meanwhile
+    other.compact(evo.state)
+    store = RunStateStore(path, whole_below=0)
+    store.continue_loaded(loaded)
+    store.save(loaded)
+    assert store.compactions == 1
+    assert dump(load_run_state(path)) == dump(loaded)
+
+
+def test_a_plain_load_never_continues_the_journal(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoint.json"
+    _journaled(path, seed=14, steps=40)
+    loaded = load_run_state(path)  # a reader's load: status, report
+    assert loaded is not None
+    store = RunStateStore(path, whole_below=0)
+    store.continue_loaded(loaded)
+    store.save(loaded)
+    assert store.compactions == 1

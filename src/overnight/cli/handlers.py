@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from overnight import api
-from overnight.cli.fleet import cmd_fleet_review
 from overnight.cli.output import EventStream, Progress, finish_output
 from overnight.config.spec import load_spec
 from overnight.core.errors import ConfigError
@@ -139,6 +138,8 @@ def cmd_review(args: argparse.Namespace) -> int:
     from overnight.effects.review import queue, render, resolve, review_db
 
     if args.database:
+        from overnight.cli.fleet import cmd_fleet_review  # the fleet's SDKs: only here
+
         return cmd_fleet_review(args)
 
     root = args.runs  # None: every indexed run and $OVERNIGHT_HOME/runs

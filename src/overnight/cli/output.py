@@ -9,18 +9,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from rich.console import Console
-from rich.live import Live
-
-from overnight.cli.panel import render_panel
 from overnight.cli.status import read_status
 from overnight.core.endings import REOPENED_BY_REVIEW
 from overnight.core.text import clip, one_line, printable
 from overnight.night.events import Event, RunCreated
-from overnight.report.facts import spent_sentence
 from overnight.store.result import TerminalResult
+
+if TYPE_CHECKING:  # the live panel's library is imported only for a terminal that shows it
+    from rich.console import Console
+    from rich.live import Live
 
 #: The live panel is redrawn at most this often (seconds).
 PANEL_REDRAW_S = 0.25
@@ -138,6 +137,8 @@ class Progress:
         self.last = ""
         self.drawn_at = float("-inf")
         if not quiet and sys.stderr.isatty():
+            from rich.console import Console
+
             self.console = Console(stderr=True)
             if run_dir is not None:
                 self._start_panel(run_dir)
@@ -155,6 +156,8 @@ class Progress:
             self.live.stop()
 
     def _start_panel(self, run_dir: Path) -> None:
+        from rich.live import Live
+
         self.run_dir = run_dir
         self.live = Live(console=self.console, refresh_per_second=4, transient=False)
         self.live.start()
@@ -191,6 +194,8 @@ class Progress:
             return
         if stopping:
             status["state"] = f"stopping: {reason}"
+        from overnight.cli.panel import render_panel
+
         self.live.update(render_panel(status, self.last))
 
 
@@ -220,6 +225,8 @@ def finish_output(result: TerminalResult, as_json: bool, out: TextIO | None = No
             print("parked:  " + one_line(f"{p.id}: {p.reason}"), file=out)
             if p.detail.strip():
                 print("         " + one_line(clip(p.detail, PARKED_SHOWN)), file=out)
+        from overnight.report.facts import spent_sentence  # the report's views: only here
+
         print(f"spent:   {spent_sentence(result)}", file=out)
         if result.already_met:
             print("branch:  none (nothing was done, so none was kept)", file=out)

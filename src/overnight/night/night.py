@@ -375,7 +375,9 @@ class Night:
 
     @cached_property
     def checkpoints(self) -> RunStateStore:
-        return RunStateStore(self.run_dir.checkpoint)
+        store = RunStateStore(self.run_dir.checkpoint)
+        store.continue_loaded(self.state)  # a resume appends to the journal it read
+        return store
 
     def close(self) -> None:
         parts = self.parts

@@ -274,13 +274,17 @@ def resume_run(
     # Before the spec is read and the lock taken: a night a newer overnight wrote is left
     # byte for byte as it was, for that overnight to resume.
     check_formats(rd.checkpoint, rd.spend)
+    read_before = rd.spec.read_bytes()
     on_disk = _load_run_spec(rd, {})
     policy = sandbox_policy(on_disk, rd.path.absolute())
     check_spec_telemetry(on_disk)
     lock = RunLock(rd)
     lock.acquire()
     try:
-        spec = _load_run_spec(rd, raises or {})  # raises checked, not yet written
+        # Read again under the lock (a resume that raised a budget may have written it
+        # meanwhile); the same bytes with nothing raised are the spec already read.
+        unchanged = not raises and rd.spec.read_bytes() == read_before
+        spec = on_disk if unchanged else _load_run_spec(rd, raises or {})  # raises checked
         manifest: dict[str, Any] = read_json(rd.manifest)
         run_id, branch = str(manifest["run_id"]), str(manifest["branch"])
         goal = Goal(spec.goal)
@@ -420,7 +424,7 @@ def _check_run_state(state: RunState, run_id: str, on_disk: Spec) -> None:
 
 
 def _load_state(rd: RunDir) -> RunState | None:
-    return load_run_state(rd.checkpoint)
+    return load_run_state(rd.checkpoint, to_continue=True)  # under the run's lock
 
 
 def _reviewed(spec: Spec, rd: RunDir, state: RunState, shared: FleetShared | None) -> list[str]:

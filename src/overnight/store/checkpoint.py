@@ -38,7 +38,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+import os
+import threading
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +88,8 @@ class Snapshot:
     size: int
     """Bytes of the file."""
     version: int
+    on_disk: tuple[int, int, int] = (0, 0, 0)
+    """The file's inode, size and modification time when it was read."""
 
 
 def _digest(text: str) -> str:
@@ -135,7 +139,14 @@ def load_checkpoint(path: Path) -> dict[str, Any] | None:
     return None if snapshot is None else snapshot.body
 
 
-def read_snapshot(path: Path) -> Snapshot | None:
+#: The snapshot a ``read_snapshot(keep=True)`` read, by the file's identity on disk, for the
+#: next read of the same unchanged file to take instead of parsing megabytes again (a resume
+#: checks the formats, then loads). Taken once: a load replays its journal into the body.
+_kept: tuple[Path, tuple[int, int, int], Snapshot] | None = None
+_kept_lock = threading.Lock()
+
+
+def read_snapshot(path: Path, *, keep: bool = False) -> Snapshot | None:
     """Read and verify the snapshot at ``path``; ``None`` if there is none.
 
     Raises ``NewerFormat`` when the frame is of a newer format than this overnight's, and
@@ -143,12 +154,28 @@ def read_snapshot(path: Path) -> Snapshot | None:
     fails its checksum, when the frame has another kind or a schema version this overnight
     never wrote, or when the body is not a JSON object.
     """
+    global _kept
+    with _kept_lock:
+        kept, _kept = _kept, None
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as file:
+            st = os.fstat(file.fileno())
+            identity = (st.st_ino, st.st_size, st.st_mtime_ns)
+            if kept is not None and kept[0] == path.absolute() and kept[1] == identity:
+                return kept[2]
+            raw = file.read()
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise CheckpointCorrupt(f"checkpoint unreadable: {exc}") from exc
+    snapshot = replace(_verified(path, raw), on_disk=identity)
+    if keep:
+        with _kept_lock:
+            _kept = (path.absolute(), identity, snapshot)
+    return snapshot
+
+
+def _verified(path: Path, raw: bytes) -> Snapshot:
     try:
         frame = json.loads(raw.decode("utf-8"))
     except (ValueError, RecursionError) as exc:

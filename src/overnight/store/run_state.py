@@ -35,16 +35,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, TypeAdapter, ValidationError
 
 from overnight.core.errors import CheckpointCorrupt
 from overnight.core.state import RunState, StateDelta, apply_delta
 from overnight.store.checkpoint import Snapshot, SnapshotId, read_snapshot, write_snapshot
 from overnight.store.journal import Journal, check_line_formats, read_journal
-from overnight.store.migrations import lift
+from overnight.store.migrations import SCHEMA_VERSION, lift
 
 #: A state whose last size was below this is written whole at every save.
 WHOLE_BELOW = 32 * 1024
@@ -62,29 +63,88 @@ class JournalEntry(BaseModel):
     delta: StateDelta
 
 
+_ENTRIES = TypeAdapter(list[JournalEntry])
+
+
 def journal_path(checkpoint: Path) -> Path:
     """Where the journal of the snapshot at ``checkpoint`` lives."""
     return checkpoint.with_suffix(".journal")
 
 
+#: What the last read of a journal found of its base and its last save, by the file's
+#: identity on disk (inode, size, modification time): the first compaction after a load
+#: needs exactly that, and a resume at 10,000 tasks would otherwise read the journal twice.
+_READ: dict[Path, tuple[tuple[int, int, int], SnapshotId | None, int]] = {}
+
+
+def _identity(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _remember(
+    path: Path, identity: tuple[int, int, int] | None, entries: list[JournalEntry]
+) -> None:
+    if identity is None:
+        _READ.pop(path.absolute(), None)
+        return
+    base = entries[0].base if entries else None
+    _READ[path.absolute()] = (identity, base, _newest(base, entries))
+
+
+def _newest(base: SnapshotId | None, entries: list[JournalEntry]) -> int:
+    """The number of a journal's last save: its last line's, or the highest when it names
+    no base (such a journal is removed, its numbers only keep the next save's above it)."""
+    if base is not None:
+        return entries[-1].seq
+    return max((e.seq for e in entries), default=0)
+
+
 # -- reading -------------------------------------------------------------------------------
 
 
-def load_run_state(checkpoint: Path) -> RunState | None:
+@dataclass(frozen=True)
+class _Loaded:
+    """What a load meant to be continued found on disk: a store writing the same files next
+    appends to the journal instead of writing the whole state again (at 10,000 tasks, a
+    tenth of a resume's time to its first lap)."""
+
+    snapshot: SnapshotId
+    snapshot_bytes: int
+    snapshot_on_disk: tuple[int, int, int]
+    journal_on_disk: tuple[int, int, int] | None
+    journal_lines: int
+    seq: int
+
+
+_LOADED: dict[Path, _Loaded] = {}
+
+
+def load_run_state(checkpoint: Path, *, to_continue: bool = False) -> RunState | None:
     """The run state the snapshot at ``checkpoint`` and its journal hold together; ``None``
     when there is no snapshot (nothing was saved yet). Every reader of a run's state reads it
     through here. Raises ``CheckpointCorrupt`` as the module docstring says.
 
     A reader beside a running night may meet a snapshot that is replaced while it reads the
-    journal: it then reads both again."""
+    journal: it then reads both again. ``to_continue``: the caller holds the run's lock and
+    will save this state next (``RunStateStore.continue_loaded``): the state as loaded counts
+    as saved, so that the first save writes only what changed since."""
     for _ in range(3):
         snapshot = read_snapshot(checkpoint)
         if snapshot is None:
             if _entries(journal_path(checkpoint)):
                 raise CheckpointCorrupt("the checkpoint journal has no snapshot to continue")
             return None
+        journal = journal_path(checkpoint)
+        identity = _identity(journal)
         try:
-            body, seq = _replayed(snapshot, _entries(journal_path(checkpoint)))
+            entries = _entries(journal)
+            if _identity(journal) == identity:
+                _remember(journal, identity, entries)
+            body, seq = _replayed(snapshot, entries)
         except CheckpointCorrupt:
             again = read_snapshot(checkpoint)
             if again is not None and again.id != snapshot.id:
@@ -95,6 +155,13 @@ def load_run_state(checkpoint: Path) -> RunState | None:
         except ValidationError as exc:
             raise CheckpointCorrupt(f"checkpoint body does not fit the run state: {exc}") from exc
         state.mark_loaded(seq)
+        _LOADED.pop(checkpoint.absolute(), None)
+        current = snapshot.version == SCHEMA_VERSION  # a lifted body is rewritten whole
+        if to_continue and current and (not entries or entries[0].base == snapshot.id):
+            state.mark_saved()
+            _LOADED[checkpoint.absolute()] = _Loaded(
+                snapshot.id, snapshot.size, snapshot.on_disk, identity, len(entries), seq
+            )
         return state
     raise CheckpointCorrupt("the checkpoint kept changing while it was read")
 
@@ -104,7 +171,7 @@ def check_formats(checkpoint: Path, *journals: Path) -> None:
     ``journals`` was written in a format newer than this overnight's; any other fault is left
     to the load to report. Reads only: called before a resume takes the run's lock."""
     with contextlib.suppress(CheckpointCorrupt):
-        read_snapshot(checkpoint)
+        read_snapshot(checkpoint, keep=True)  # the load that follows reads it once
     for path in (journal_path(checkpoint), *journals):
         check_line_formats(path)
 
@@ -120,15 +187,19 @@ def saved_at(checkpoint: Path) -> float | None:
 
 
 def _entries(path: Path) -> list[JournalEntry]:
-    entries = []
-    for number, record in enumerate(read_journal(path), start=1):
+    records = read_journal(path)
+    try:  # all lines at once: a tenth of the cost of a resume at 10,000 tasks, else
+        return _ENTRIES.validate_python(records)
+    except ValidationError:
+        pass
+    for number, record in enumerate(records, start=1):  # which line, for the message
         try:
-            entries.append(JournalEntry.model_validate(record))
+            JournalEntry.model_validate(record)
         except ValidationError as exc:
             raise CheckpointCorrupt(
                 f"checkpoint journal line {number} is not a change of the run state: {exc}"
             ) from exc
-    return entries
+    raise CheckpointCorrupt("the checkpoint journal is not a list of changes of the run state")
 
 
 def _replayed(snapshot: Snapshot, entries: list[JournalEntry]) -> tuple[dict[str, Any], int]:
@@ -220,6 +291,25 @@ class RunStateStore:
         self._journal_lines += 1
         state.note_saved_as(seq)
 
+    def continue_loaded(self, state: RunState) -> None:
+        """Go on from where ``load_run_state(to_continue=True)`` found the files, when they are
+        still as it found them and ``state`` is the one it returned: the next save appends to
+        the journal. Otherwise nothing: the next save writes the state whole."""
+        found = _LOADED.pop(self.path.absolute(), None)
+        if found is None or self._snapshot is not None or state.saved_as() != found.seq:
+            return
+        try:
+            on_disk = _identity(self.path)
+        except OSError:
+            return
+        if on_disk != found.snapshot_on_disk or _identity(self.journal_path) != (
+            found.journal_on_disk
+        ):
+            return
+        self._snapshot, self._snapshot_bytes = found.snapshot, found.snapshot_bytes
+        self._journal_lines = found.journal_lines
+        self._journal_bytes = found.journal_on_disk[1] if found.journal_on_disk else 0
+
     def compact(self, state: RunState) -> None:
         """Write ``state`` whole as a new snapshot and remove the journal it replaces."""
         body = state.model_dump(mode="json")
@@ -255,15 +345,22 @@ class RunStateStore:
     def _journal_on_disk(self) -> tuple[SnapshotId | None, int]:
         """The base of the journal on disk and the number of its last save. A journal that
         names no base, or cannot be read, continues nothing a snapshot could name: it is
-        removed before the new snapshot is written."""
-        try:
-            entries = _entries(self.journal_path)
-        except CheckpointCorrupt:
-            entries = []
-        if entries and entries[0].base is not None:
-            return entries[0].base, entries[-1].seq
+        removed before the new snapshot is written. A journal unchanged since a load read it
+        is not read again."""
+        known = _READ.get(self.journal_path.absolute())
+        if known is not None and known[0] == _identity(self.journal_path):
+            base, newest = known[1], known[2]
+        else:
+            try:
+                entries = _entries(self.journal_path)
+            except CheckpointCorrupt:
+                entries = []
+            base = entries[0].base if entries else None
+            newest = _newest(base, entries)
+        if base is not None:
+            return base, newest
         self._remove_journal()
-        return None, max((e.seq for e in entries), default=0)
+        return None, newest
 
     def _remove_journal(self) -> None:
         try:
