@@ -10,7 +10,7 @@ Sources, read at the repository's top: ``pyproject.toml`` (``[tool.ruff]``, ``[t
 
 A gate's command runs at the top of a clean checkout. Python tools run as ``python -m
 <tool>``, the first word standing for the Python that runs the tests; their output options
-are fixed so that ``overnight.core.findings`` can read it whatever the repository's own
+are fixed so that ``overnight.gates.readers`` can read it whatever the repository's own
 settings say about output. A *format* gate's command rewrites files in place (the harness
 compares the tree before and after: a file it changes was not formatted), so it never asks
 for ``--check`` or ``--diff``.
@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from overnight.core.findings import program_of
+from overnight.gates.readers import program_of
 
 #: What each known gate is: (kind, the program it needs, the reader of its output).
 GATE_KINDS: dict[str, tuple[str, str, str]] = {
@@ -156,7 +156,7 @@ class FoundGate:
     """``findings`` (its output is read) or ``format`` (it rewrites files in place; a file
     it changes was not formatted)."""
     reader: str
-    """The reader of its output, one of ``overnight.core.findings.READERS``."""
+    """The reader of its output, one of ``overnight.gates.readers.READERS``."""
     configured_in: str
     """Where it was found, for people: ``pyproject.toml [tool.ruff]``,
     ``.pre-commit-config.yaml (hook flake8)``; several places joined by commas."""

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from overnight.core.findings import Finding
+from overnight.gates.readers import Finding
 
 #: The file names read by their Python tokens rather than line by line.
 PYTHON_SUFFIXES: tuple[str, ...] = (".py", ".pyi", ".pyw")
