@@ -264,6 +264,7 @@ PARALLEL_TWINS: dict[str, set[str]] = {
     "demo.py": {"demo.py", "cli/demo.py"},
     "estimate.py": {"config/estimate.py", "cli/estimate.py"},
     "fleet.py": {"config/fleet.py", "cli/fleet.py"},
+    "gates.py": {"config/gates.py", "night/gates.py"},
     "reprice.py": {"estimate/reprice.py", "cli/reprice.py"},
     # ``fleet/<seam>.py`` is the seam on PostgreSQL; ``audit/<claim>.py`` that claim of a
     # result recomputed from the run's raw files.

@@ -174,7 +174,7 @@ def protection_of(files: RunFiles) -> Protection:
     files_at_base, dirs_at_base = tree_paths(files.workspace, files.state.base_commit)
     spec = files.spec
     verifies = [t.verify for t in spec.tasks]
-    return protection_for(spec.predicate, verifies, files_at_base, dirs_at_base)
+    return protection_for(spec.predicate, verifies, files_at_base, dirs_at_base, spec.gates)
 
 
 def protected_check(files: RunFiles, landed: Landed, protection: Protection) -> AuditCheck | None:

@@ -27,6 +27,7 @@ from overnight.config.agent import AgentSpec
 from overnight.config.alerts import AlertsSpec
 from overnight.config.estimate import Workload
 from overnight.config.fleet import FleetSpec
+from overnight.config.gates import GateSpec, check_gates
 from overnight.config.model_script import Script, load_script
 from overnight.config.prices import price_for
 from overnight.config.sandbox import SandboxSpec
@@ -104,6 +105,14 @@ class PredicateSpec(_Strict):
     commit and install hooks: ``overnight.core.automation``) an agent task may change, matched
     as written, case included (``[".github/workflows/**"]``). Each landed change to one is
     named on the report's first screen. Unset: a task that changes any of them is parked."""
+    max_diff_lines: int | None = Field(default=None, gt=0)
+    """The most lines (added plus deleted) an agent task's change may have: a larger change
+    is parked, its size said. Unset: no limit."""
+    allow_dependency_changes: bool = False
+    """Whether an agent task may change the project's dependencies (requirements files, the
+    dependency tables of ``pyproject.toml``, ``setup.cfg`` and ``package.json``, lockfiles
+    such as ``poetry.lock``, ``uv.lock``, ``package-lock.json``). Unset: such a change is
+    parked; allowed, each landed one is named in the result."""
 
     @field_validator("pytest_plugins")
     @classmethod
@@ -438,10 +447,19 @@ class Spec(_Strict):
     tasks: list[TaskSpec] = Field(default_factory=list)
     fleet: FleetSpec = Field(default_factory=FleetSpec)
     """What a night run by a fleet worker shares with the fleet (its daily money cap)."""
+    gates: list[GateSpec] = Field(default_factory=list)
+    """``[[gates]]``: the repository's own checks (linter, formatter, type checker) a task's
+    change must pass besides its verify, judged against the base commit's findings.
+    ``overnight init`` writes the ones it finds configured. None: the verifies alone judge."""
 
     # Filled by ``load_spec``; not part of the file.
     base_dir: str = ""
     """Directory of the spec file (set when loaded)."""
+
+    @model_validator(mode="after")
+    def _gates(self) -> Spec:
+        check_gates(self.gates)
+        return self
 
     @model_validator(mode="after")
     def _bands(self) -> Spec:
@@ -541,6 +559,8 @@ FIXES: dict[str, str] = {
     "model.script": 'e.g. script = "turns.toml" (a file next to the spec)',
     "tasks": "each [[tasks]] entry needs id, verify, and one of command or brief",
     "tasks.id": "use letters, digits and _ . : - only",
+    "gates": 'each [[gates]] entry needs name and command; kind is "findings" or "format"',
+    "predicate.max_diff_lines": "set max_diff_lines to a positive whole number, or leave it out",
     "estimate": "see `overnight estimate` in the README for the [estimate] fields",
     "telemetry.otlp_endpoint": 'e.g. otlp_endpoint = "http://localhost:4318"',
     "telemetry": "see the OpenTelemetry section of the README for the [telemetry] fields",

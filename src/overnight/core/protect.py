@@ -86,6 +86,9 @@ class Protection:
     """Module names a new top-level file or directory may not take."""
     base_top_level: frozenset[str] = frozenset()
     """Top-level names that already exist at the base commit (the project's own)."""
+    gate_configs: tuple[tuple[str, str], ...] = ()
+    """``(path, gate)``: the files that configure the spec's gates (``[[gates]]``), protected
+    whatever ``globs`` says, so that no candidate can silence a rule."""
     _matchers: tuple[tuple[str, Callable[[str], bool]], ...] = field(
         default=(), repr=False, compare=False
     )
@@ -101,6 +104,9 @@ class Protection:
                 return f"matches protect glob {glob!r}"
         if rel in self.named:
             return "named by the goal predicate or a verify command"
+        for config, gate in self.gate_configs:
+            if rel == config:
+                return f"configures the gate {gate!r}"
         for d in self.named_dirs:
             if rel == d or rel.startswith(d + "/"):
                 return f"under {d}/, named by the goal predicate or a verify command"
@@ -232,9 +238,11 @@ def build_protection(
     files: set[str],
     dirs: set[str],
     runner_modules: Iterable[str],
+    gate_configs: Iterable[tuple[str, str]] = (),
 ) -> Protection:
     """The run's protection: ``globs`` (None: the defaults plus what ``commands`` name among
-    the base tree's ``files`` and ``dirs``)."""
+    the base tree's ``files`` and ``dirs``), and the files that configure the gates
+    (``gate_configs``: path and gate, present at the base or not)."""
     named: set[str] = set()
     named_dirs: set[str] = set()
     if globs is None:
@@ -251,4 +259,5 @@ def build_protection(
         named_dirs=frozenset(named_dirs),
         runner_modules=frozenset(runner_modules) | STARTUP_MODULES,
         base_top_level=frozenset(tops),
+        gate_configs=tuple(dict.fromkeys(gate_configs)),
     )

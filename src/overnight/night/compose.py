@@ -28,6 +28,7 @@ from overnight.night.checkouts import Checkouts
 from overnight.night.commands import NightCommands
 from overnight.night.effect_holds import EffectHolds
 from overnight.night.ending import EndingSections, NightEnding
+from overnight.night.gates import Gates
 from overnight.night.judging import Judge
 from overnight.night.outage import OutageBoard
 from overnight.night.outputs import load_outputs
@@ -269,9 +270,21 @@ def hands_for(
     )
     runs = (commands.run, commands.confinement, commands.log_name)
     checkouts = Checkouts(predicate, parts.worktree, trace, *runs)
-    verdict_rules = VerdictRules(predicate, spec.tools.commands, [t.verify for t in spec.tasks])
+    verdict_rules = VerdictRules(
+        predicate, spec.tools.commands, [t.verify for t in spec.tasks], spec.gates
+    )
     verdicts = Verdicts(
         verdict_rules, state, parts.worktree, checkouts.clean, trace, *runs, timer.seconds_left
+    )
+    gates = Gates(
+        spec.gates,
+        state,
+        parts.worktree,
+        checkouts.clean,
+        *runs,
+        trace,
+        run_dir.gates,
+        run_dir.artifacts,
     )
     judge = Judge(
         state,
@@ -283,6 +296,7 @@ def hands_for(
         parts.fence,
         commands.log_name,
         parts.effects,
+        gates,
     )
     planner = None
     if parts.gateway is not None:
@@ -307,6 +321,7 @@ def hands_for(
         timer.clock,
         parts.fence,
         started_at=timer.clock.now_iso(),
+        gates=gates,
     )
     holds = judge.holds
     attempts = Attempts(

@@ -15,8 +15,17 @@ from overnight.core.budget import BudgetReading, Ledger
 from overnight.core.endings import Stop
 from overnight.core.goal import Goal
 from overnight.core.state import RunState
+from overnight.gates.manifests import is_manifest
 from overnight.models.gateway import ModelGateway
-from overnight.night.finish import ClosingFacts, closing_summary, finish_result, write_result
+from overnight.night.finish import (
+    ClosingFacts,
+    CommitSize,
+    closing_summary,
+    finish_result,
+    write_result,
+)
+from overnight.night.gates import Gates
+from overnight.night.verdict import dependency_changes
 from overnight.night.worktree import Worktree, remove_worktree
 from overnight.sandbox.policy import SandboxPolicy
 from overnight.seams import Clock, EffectStore, Fence
@@ -64,6 +73,8 @@ class NightEnding:
     clock: Clock
     fence: Fence
     started_at: str
+    gates: Gates | None = None
+    """The night's gates, whose counts the result carries (None: a night built without)."""
 
     def finish(
         self,
@@ -117,6 +128,11 @@ class NightEnding:
         except Exception:
             head, diff_stat = None, ""
         sandbox = self.sandbox.sandbox
+        try:
+            gates = self.gates.counts(head) if self.gates is not None else []
+        except Exception as exc:  # the result is written whatever a record says
+            self.trace.event("decision", decision="gate_counts_failed", error=repr(exc)[:300])
+            gates = []
         return ClosingFacts(
             predicate_command=self.sections.predicate.command,
             sandbox=self.sections.sandbox,
@@ -137,7 +153,26 @@ class NightEnding:
             effects=[r.as_dict() for r in self.effects.for_run(self.state.run_id)]
             + self.state.refused_effects,
             sandbox_identity=None if sandbox is None else sandbox.identity,
+            commit_sizes=self.commit_sizes(),
+            gates=gates,
         )
+
+    def commit_sizes(self) -> dict[str, CommitSize]:
+        """Each landed commit's size, and what it changes of the dependencies (best effort:
+        a result is written whatever git says)."""
+        try:
+            found = self.worktree.commit_sizes(self.state.base_commit)
+            sizes: dict[str, CommitSize] = {}
+            for sha, (files, lines, paths) in found.items():
+                deps: list[str] = []
+                if any(is_manifest(p) for p in paths):
+                    changes = self.worktree.changes(sha, f"{sha}^")
+                    deps = dependency_changes(self.worktree, changes, sha, f"{sha}^")
+                sizes[sha] = CommitSize(files, lines, deps)
+            return sizes
+        except Exception as exc:
+            self.trace.event("decision", decision="commit_sizes_failed", error=repr(exc)[:300])
+            return {}
 
     def delete_branch(self) -> None:
         """The branch of a night that did nothing: deleted, best effort."""

@@ -9,7 +9,7 @@ stop decision."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from glob import escape as glob_escape
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,7 @@ from overnight.core.text import clip
 from overnight.messages.types import estimate_input_tokens
 from overnight.models.gateway import EventSink, ModelGateway
 from overnight.night.alerts import send_alert
+from overnight.night.gates import GateCount
 from overnight.night.harness_requests import summary_request
 from overnight.sandbox.identity import Identity
 from overnight.secrecy import secret_values
@@ -51,6 +52,7 @@ from overnight.store.result import (
     CliAttempt,
     DriftPoint,
     ExecutorBlock,
+    GateBlock,
     GoalBlock,
     ParkedEntry,
     Plan,
@@ -110,6 +112,20 @@ class ClosingFacts:
     effects: list[dict[str, Any]]
     sandbox_identity: Identity | None = None
     """Who sandboxed commands ran as; None: the night had no sandbox."""
+    commit_sizes: dict[str, CommitSize] = field(default_factory=dict)
+    """Each landed commit's size and dependency changes, by its hash."""
+    gates: list[GateCount] = field(default_factory=list)
+    """Per gate, its findings on the base commit and on what landed."""
+
+
+@dataclass(frozen=True)
+class CommitSize:
+    """What one landed commit changes: files, lines (added plus deleted), and one sentence
+    per dependency manifest or lockfile whose change changes the dependencies."""
+
+    files: int
+    lines: int
+    dependencies: list[str]
 
 
 def _block(name: str, at_stop: BudgetReading, used: float) -> BudgetBlock:
@@ -237,6 +253,16 @@ def closing_summary(
         return structured(), Wrapup(source="structured", cost_usd=cost, error=repr(exc)[:500])
 
 
+def _size_fields(size: CommitSize | None) -> dict[str, Any]:
+    if size is None:
+        return {}
+    return {
+        "files_changed": size.files,
+        "lines_changed": size.lines,
+        "dependency_changes": size.dependencies,
+    }
+
+
 def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> TerminalResult:
     s = f.state
     verdict = describe(stop, held=any(p.held_for for p in s.parked))
@@ -262,6 +288,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
             automation=c.automation,
             excluded=c.excluded,
             dropped=c.dropped,
+            **_size_fields(f.commit_sizes.get(c.commit or "")),
         )
         for c in s.completed
     ]
@@ -378,6 +405,18 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
         resumes=s.resumes,
         trace_lines_dropped=f.trace_lines_dropped,
         effects=f.effects,
+        gates=[
+            GateBlock(
+                name=g.name,
+                kind=g.kind,
+                base=g.base,
+                landed=g.landed,
+                new=g.new,
+                removed=g.removed,
+                unreadable=g.unreadable,
+            )
+            for g in f.gates
+        ],
         sandbox=SandboxBlock(
             mode=f.sandbox.mode,
             network=f.sandbox.network,

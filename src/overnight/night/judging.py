@@ -7,7 +7,7 @@ the branch or kept as a patch. The lap and a resume's task in flight are judged 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from overnight.core.candidate_rules import park_reason
 from overnight.core.resume import VerifyOutcome
@@ -17,6 +17,7 @@ from overnight.core.text import clip
 from overnight.night.candidate_commit import Candidate
 from overnight.night.checkouts import Checkouts, SetupFailed
 from overnight.night.effect_holds import EffectHolds
+from overnight.night.gates import Gates
 from overnight.night.verdict import Screen, Verdict, Verdicts
 from overnight.night.worktree import Worktree
 from overnight.seams import EffectStore, Fence
@@ -63,8 +64,10 @@ class Judge:
         fence: Fence,
         log_name: Callable[[str, str], str],
         effects: EffectStore,
+        gates: Gates,
     ) -> None:
         self.state = state
+        self.gates = gates
         self.run_dir = run_dir
         self.worktree = worktree
         self.checkouts = checkouts
@@ -86,6 +89,8 @@ class Judge:
         if self.park_if_judged(task, attempt, made, screened):
             return Judged(made, screened, None, settled=True)
         verdict = self.verdicts.verify(task, made.commit, attempt)
+        if verdict.outcome is VerifyOutcome.DONE:
+            verdict = self.gated(task, made.commit, attempt, verdict)
         if lap:
             self.trace.event("task", event="verified", task=task.id, outcome=verdict.outcome.value)
         unsettled = self.holds.unsettled(task)
@@ -93,6 +98,16 @@ class Judge:
             self.holds.hold(task, attempt, unsettled, verdict.detail, ran, made.commit)
             return Judged(made, screened, verdict, settled=True)
         return Judged(made, screened, verdict)
+
+    def gated(self, task: Task, candidate: str | None, attempt: int, verdict: Verdict) -> Verdict:
+        """A passed verify, held to the repository's own checks: a candidate that adds a
+        finding the base commit does not have is not done, the findings said."""
+        said = self.gates.judge(task.id, candidate, attempt)
+        if said is None:
+            return verdict
+        if said.passed:
+            return replace(verdict, gates=said)
+        return replace(verdict, outcome=VerifyOutcome.NOT_DONE, detail=said.detail(), gates=said)
 
     def route_resumed(self, task: Task, attempt: int, judged: Judged) -> None:
         """Land, park or requeue the task a resume found in flight, as its verdict routes it
@@ -148,9 +163,19 @@ class Judge:
         itself beyond what the spec allows; True when parked."""
         forged, automation = screened.judging_changes, screened.automation_refused
         refused = made.notes.refused
-        if not forged and not refused and not automation:
+        if not screened.refused and not refused:
             return False
-        reason, lines = park_reason(refused, [sentence for _path, sentence in forged], automation)
+        hygiene = [screened.oversized] if screened.oversized else []
+        if screened.dependencies_refused:
+            hygiene.append(
+                "; ".join(screened.dependencies_refused)
+                + " ([predicate] allow_dependency_changes is not set)"
+            )
+        if forged or refused or automation:
+            reason, lines = park_reason(refused, [s for _path, s in forged], automation)
+            lines += hygiene
+        else:  # only its size or its dependencies
+            reason, lines = "; ".join(hygiene), hygiene
         self.trace.event(
             "decision", decision="candidate_refused", task=task.id, reason=reason, paths=lines
         )
@@ -175,7 +200,17 @@ class Judge:
         if task is not None and screened is not None and screened.automation_allowed:
             paths = screened.landed_automation
             self.trace.event("decision", decision="automation_landed", task=task.id, paths=paths)
-        return self.worktree.land(candidate)
+        if task is not None and screened is not None and screened.dependencies_allowed:
+            self.trace.event(
+                "decision",
+                decision="dependencies_landed",
+                task=task.id,
+                changes=screened.dependencies_allowed,
+            )
+        landed = self.worktree.land(candidate)
+        if landed is not None:
+            self.gates.landed(landed)
+        return landed
 
     def land_resumed(
         self, task: Task, candidate: str | None, screened: Screen

@@ -258,10 +258,7 @@ class Night:
             if routed.route is not Route.RETRY:
                 self.conclude(task, attempt, judged, verdict, routed, ran)
                 return verdict.outcome
-            earlier = (
-                f"Attempt {attempt} of this task did not pass the check `{task.verify}`; "
-                f"its edits are still in the worktree. The check said:\n{verdict.detail[-1500:]}"
-            )
+            earlier = retry_brief(task, attempt, verdict)
 
     def conclude(
         self,
@@ -289,9 +286,12 @@ class Night:
                 automation=screened.landed_automation,
             )
             return
+        reason = routed.reason
+        if verdict.gates is not None and not verdict.gates.passed:
+            reason = f"{verdict.gates.park_reason()} ({reason})"
         self.state.finish_parked(
             task,
-            self.attempts.park_reason(task, routed.reason),
+            self.attempts.park_reason(task, reason),
             verdict.detail,
             self.judge.discard(task, attempt, made.commit),
             command=ran,
@@ -387,3 +387,22 @@ class Night:
         parts.trace.close()
         parts.spend.close()
         parts.effects.close()
+
+
+def retry_brief(task: Task, attempt: int, verdict: Verdict) -> str:
+    """What the next attempt is told of this one: what the check said, or the findings of
+    the repository's own checks its change adds (they are to be fixed, not silenced)."""
+    gates = verdict.gates
+    if gates is not None and not gates.passed:
+        return (
+            f"Attempt {attempt} of this task passed the check `{task.verify}`, but its change "
+            "adds findings of the repository's own checks (its linter, formatter or type "
+            "checker) that the base commit does not have; its edits are still in the "
+            "worktree. Fix each one in the code (a suppression comment counts as the finding "
+            "it hides, and the checks' configuration cannot be changed):\n"
+            + "\n".join(gates.lines())
+        )
+    return (
+        f"Attempt {attempt} of this task did not pass the check `{task.verify}`; "
+        f"its edits are still in the worktree. The check said:\n{verdict.detail[-1500:]}"
+    )

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from overnight.config.gates import GateSpec
 from overnight.config.spec import PredicateSpec
 from overnight.core.automation import Automation, AutomationChange, automation_changes
 from overnight.core.evidence import BaseTests, Evidence, Judgement, RunReport, Scope, base_tests
@@ -35,11 +36,13 @@ from overnight.core.state import PredicateRecord, RunState
 from overnight.core.suite import record_for
 from overnight.core.tasks import Task
 from overnight.core.text import clip
+from overnight.gates.manifests import dependency_change, is_manifest
 from overnight.installed import installed_module_names
 from overnight.night.checkouts import NoTimeLeft, RanCommand, RunCheck, SetupFailed, ran_fields
+from overnight.night.gates import GateVerdict
 from overnight.night.planner import verify_prefixes
 from overnight.night.testrun import runner_touches
-from overnight.night.worktree import Worktree
+from overnight.night.worktree import Change, Worktree
 from overnight.process import Confinement, placed_output
 from overnight.seams import ToolError
 from overnight.store.trace import Trace
@@ -58,10 +61,29 @@ class Screen:
     judging_changes: list[tuple[str, str]] = field(default_factory=list)
     automation_refused: list[AutomationChange] = field(default_factory=list)
     automation_allowed: list[AutomationChange] = field(default_factory=list)
+    oversized: str = ""
+    """Why the change is larger than ``[predicate] max_diff_lines`` allows (empty: it is not)."""
+    dependencies_refused: list[str] = field(default_factory=list)
+    """What it changes of the project's dependencies, the spec not allowing it: one sentence
+    per manifest or lockfile."""
+    dependencies_allowed: list[str] = field(default_factory=list)
+    """The same, the spec allowing it (``[predicate] allow_dependency_changes``): it lands,
+    named."""
 
     @property
     def landed_automation(self) -> list[str]:
         return [a.path for a in self.automation_allowed]
+
+    @property
+    def refused(self) -> bool:
+        """Whether the change is parked unjudged: it changes what judges the work, what runs
+        by itself or the dependencies beyond what the spec allows, or is too large."""
+        return bool(
+            self.judging_changes
+            or self.automation_refused
+            or self.oversized
+            or self.dependencies_refused
+        )
 
 
 @dataclass(frozen=True)
@@ -73,6 +95,9 @@ class Verdict:
     cannot_run: str = ""
     """Why the check could not run (``exit 127: command not found``), for ``CANNOT_RUN``."""
     evidence: Evidence = "exit_code_only"
+    gates: GateVerdict | None = None
+    """What the repository's own checks said, when the verify passed and the spec has gates
+    (``overnight.night.gates``): new findings make the outcome ``NOT_DONE``."""
 
 
 @dataclass(frozen=True)
@@ -90,14 +115,16 @@ def protection_for(
     task_verifies: Sequence[str],
     files_at_base: set[str],
     dirs_at_base: set[str],
+    gates: Sequence[GateSpec] = (),
 ) -> Protection:
     """What judges the work of a night whose base tree holds these paths: the ``predicate``'s
     protect globs, what its command and the spec's tasks' verify commands (``task_verifies``)
     name, and the installed module names a new top-level file may not shadow. The night and
     its audit both build it here."""
     commands = [predicate.command, *task_verifies]
+    configs = [(path, gate.name) for gate in gates for path in gate.config_files()]
     return build_protection(
-        predicate.protect, commands, files_at_base, dirs_at_base, installed_module_names()
+        predicate.protect, commands, files_at_base, dirs_at_base, installed_module_names(), configs
     )
 
 
@@ -112,6 +139,8 @@ class VerdictRules:
     """``[tools] commands``: the prefixes a model-written verify may start with."""
     task_verifies: list[str]
     """The verify commands of the spec's own tasks: what they name judges the work too."""
+    gates: list[GateSpec] = field(default_factory=list)
+    """``[[gates]]``: the files that configure them judge the work too."""
 
 
 class Verdicts:
@@ -371,7 +400,9 @@ class Verdicts:
         if self._protection is None:
             files, dirs = self.worktree.tree_paths(self.state.base_commit)
             rules = self.rules
-            self._protection = protection_for(rules.predicate, rules.task_verifies, files, dirs)
+            self._protection = protection_for(
+                rules.predicate, rules.task_verifies, files, dirs, rules.gates
+            )
         return self._protection
 
     def screen(self, task: Task, candidate: str | None, parent: str | None = None) -> Screen:
@@ -385,7 +416,38 @@ class Verdicts:
         links = self.worktree.links(parent) if parent else self.branch_links()
         automation = automation_changes(changes, self.worktree.link_targets(found), links)
         blocked, allowed = self._automation.split(automation)
-        return Screen(self.protection.judged(changes), blocked, allowed)
+        refused, named = self.dependencies(found, candidate, parent)
+        return Screen(
+            self.protection.judged(changes),
+            blocked,
+            allowed,
+            oversized=self.oversized(candidate, parent),
+            dependencies_refused=refused,
+            dependencies_allowed=named,
+        )
+
+    def oversized(self, candidate: str, parent: str | None) -> str:
+        """Why the change is over ``[predicate] max_diff_lines``; empty when it is not."""
+        limit = self.rules.predicate.max_diff_lines
+        if limit is None:
+            return ""
+        files, lines = self.worktree.diff_size(parent or self.worktree.head(), candidate)
+        if lines <= limit:
+            return ""
+        return (
+            f"its change is {lines} lines in {files} file(s), over [predicate] max_diff_lines "
+            f"= {limit}"
+        )
+
+    def dependencies(
+        self, found: Sequence[Change], candidate: str, parent: str | None
+    ) -> tuple[list[str], list[str]]:
+        """What the change does to the project's dependencies, one sentence per manifest:
+        ``(refused, allowed)`` as ``[predicate] allow_dependency_changes`` says."""
+        changed = dependency_changes(self.worktree, found, candidate, parent)
+        if self.rules.predicate.allow_dependency_changes:
+            return [], changed
+        return changed, []
 
     def branch_links(self) -> dict[str, str]:
         """Every symbolic link of the branch's tree, with its target (read once per commit)."""
@@ -404,6 +466,24 @@ class Verdicts:
         if found:
             self.trace.event("decision", decision="touches_runner", task=task.id, paths=found)
         return found
+
+
+def dependency_changes(
+    worktree: Worktree, found: Sequence[Change], candidate: str, parent: str | None
+) -> list[str]:
+    """One sentence per manifest or lockfile whose change to ``candidate`` from ``parent``
+    (by default the branch) changes the dependencies."""
+    before = parent or worktree.head()
+    sentences: list[str] = []
+    for change in found:
+        if change.nested_repository or not is_manifest(change.path):
+            continue
+        old = None if change.status == "A" else worktree.file_text(before, change.path)
+        new = None if change.status == "D" else worktree.file_text(candidate, change.path)
+        said = dependency_change(change.path, old, new)
+        if said is not None:
+            sentences.append(said)
+    return sentences
 
 
 def predicate_fields(record: PredicateRecord) -> dict[str, object]:

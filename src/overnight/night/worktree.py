@@ -581,6 +581,64 @@ class Worktree:
     def clear_stale_locks(self) -> list[Path]:
         return clear_stale_locks(self.common, self.path, self.branch)
 
+    def file_text(self, commit: str, path: str, limit: int = 4 << 20) -> str | None:
+        """The text of ``path`` in ``commit``'s tree; None when it is absent there, binary,
+        or larger than ``limit`` bytes."""
+        size = git.bare_raw(self.common, "cat-file", "-s", f"{commit}:{path}")
+        if size.returncode != 0 or int(git.text(size.stdout).strip() or 0) > limit:
+            return None
+        done = git.bare_raw(self.common, "cat-file", "blob", f"{commit}:{path}")
+        if done.returncode != 0 or b"\0" in done.stdout:
+            return None
+        return done.stdout.decode("utf-8", errors="replace")
+
+    def diff_size(self, parent: str, commit: str) -> tuple[int, int]:
+        """``(files, lines)`` that ``commit`` changes against ``parent``: lines added plus
+        deleted, a binary file counting as a file with no lines."""
+        out = git.text(
+            git.bare(self.common, "diff", "--numstat", "--no-renames", "-z", parent, commit, "--")
+        )
+        files = lines = 0
+        for record in out.split("\0"):
+            added, _, rest = record.partition("\t")
+            deleted, _, _path = rest.partition("\t")
+            if not _path and not rest:
+                continue
+            files += 1
+            if added.isdigit() and deleted.isdigit():
+                lines += int(added) + int(deleted)
+        return files, lines
+
+    def commit_sizes(self, base: str) -> dict[str, tuple[int, int, list[str]]]:
+        """For each commit after ``base`` on the branch: the files and lines (added plus
+        deleted) it changes against its parent, and the paths, in one read of the log."""
+        out = git.text(
+            git.bare(
+                self.common,
+                "log",
+                "--numstat",
+                "--no-renames",
+                "--format=@%H",
+                f"{base}..{self.ref}",
+                "--",
+            )
+        )
+        sizes: dict[str, tuple[int, int, list[str]]] = {}
+        sha = ""
+        for line in out.splitlines():
+            if line.startswith("@"):
+                sha = line[1:].strip()
+                sizes[sha] = (0, 0, [])
+                continue
+            added, tab, rest = line.partition("\t")
+            deleted, _tab, path = rest.partition("\t")
+            if not sha or not tab:
+                continue
+            files, lines, paths = sizes[sha]
+            counted = int(added) + int(deleted) if added.isdigit() and deleted.isdigit() else 0
+            sizes[sha] = (files + 1, lines + counted, [*paths, path])
+        return sizes
+
     def tree_paths(self, commit: str) -> tuple[set[str], set[str]]:
         return tree_paths(self.common, commit)
 

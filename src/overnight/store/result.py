@@ -156,6 +156,32 @@ class VerifiedTask(_Model):
     dropped: list[str] = Field(default_factory=list)
     """Tracked generated files whose change its candidate dropped (the branch keeps the base
     version)."""
+    files_changed: int | None = None
+    """How many files its commit changes (None: it landed no commit, or git could not say)."""
+    lines_changed: int | None = None
+    """Lines its commit adds plus lines it deletes (binary files count no lines)."""
+    dependency_changes: list[str] = Field(default_factory=list)
+    """What its commit changes of the project's dependencies (a requirements file, the
+    dependency tables of ``pyproject.toml``, a lockfile), one sentence each: landed because
+    ``[predicate] allow_dependency_changes`` allows it."""
+
+
+class GateBlock(_Model):
+    """One of the repository's own checks (``[[gates]]``), as the night judged by it."""
+
+    name: str
+    kind: Literal["findings", "format"]
+    base: int
+    """Its findings on the base commit (a format gate: the files its formatter rewrites)."""
+    landed: int
+    """Its findings on the last commit that landed (the base's when none landed)."""
+    new: list[str] = Field(default_factory=list)
+    """The findings of what landed that the base commit does not have: none, for anything
+    the harness landed."""
+    removed: int = 0
+    """Findings of the base commit that what landed no longer has."""
+    unreadable: str = ""
+    """Why its output on the base commit could not be read: then it judged nothing."""
 
 
 class DriftPoint(_Model):
@@ -370,6 +396,9 @@ class TerminalResult(_Model):
     effects: list[dict[str, Any]] = Field(default_factory=list)
     """Every external effect this run wrote down: tool, run-step key, task key, task, state
     (intended, confirmed, failed, unknown), arguments, the provider's answer, error."""
+    gates: list[GateBlock] = Field(default_factory=list)
+    """The repository's own checks (``[[gates]]``): per gate, its findings on the base commit
+    and on what landed, and the new ones (none for anything landed)."""
     warnings: list[ResultWarning] = Field(default_factory=list)
     """Every call of the run (all its processes) booked otherwise than at the bill it
     reported within its reservation: at its worst case, above its reservation, or on figures

@@ -58,6 +58,7 @@ class RunDir:
         self.disk_reserve = path / ".disk-reserve"
         self.command_group = path / "command.pgid"
         self.outage = path / "outage.json"
+        self.gates = path / "gates.json"
 
     def is_run(self) -> bool:
         return self.manifest.exists() and self.spec.exists()
