@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Literal
 
 from overnight.cli.estimate import spec_estimate
+from overnight.cli.gate_check import gate_counts_on_base, gate_programs_missing
 from overnight.cli.uncommitted import harness_reads
 from overnight.config.model_script import Script
 from overnight.config.spec import ExecutorSpec, Spec, load_spec
@@ -106,8 +107,31 @@ def check_night(path: Path) -> list[Outcome]:
         out.append(_predicate(spec, policy))
     else:
         out.append(Outcome("predicate", "skipped", "the settings and sandbox must pass first"))
+    if spec.gates:
+        out.append(_gates(spec, workspace.status == "ok"))
     out.append(_estimate(spec))
     return out
+
+
+def _gates(spec: Spec, workspace_ok: bool) -> Outcome:
+    """The gates' programs, then each gate's findings on the base commit."""
+    if not workspace_ok:
+        return Outcome("gates", "skipped", "the workspace must pass first")
+    missing = gate_programs_missing(spec.gates)
+    if missing:
+        return Outcome(
+            "gates",
+            "failed",
+            "; ".join(missing),
+            "install what each gate runs where the night runs, or remove the gate",
+        )
+    counts = gate_counts_on_base(spec)
+    unread = [c for c in counts if "could not be read" in c or "timed out" in c or "exited" in c]
+    if unread:
+        return Outcome(
+            "gates", "warning", "; ".join(counts), "fix the gate's command so that it runs"
+        )
+    return Outcome("gates", "ok", "; ".join(counts))
 
 
 def _spec_line(spec: Spec) -> str:

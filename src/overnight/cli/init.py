@@ -28,6 +28,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from overnight.cli.check import check_night, exit_code, render
 from overnight.core.errors import ConfigError
 from overnight.core.resume import runs_pytest
 from overnight.core.text import printable
+from overnight.gates.discovery import FoundGate, discover_gates
 from overnight.night.plugins import (
     Advice,
     advise,
@@ -298,9 +300,11 @@ def spec_text(
     plugins: Advice | None = None,
     config_file: str | None = None,
     setup: SetUp | None = None,
+    gates: Sequence[FoundGate] = (),
 ) -> str:
     """The commented ``night.toml``; ``plugins``: the pytest plugins to write, found from
-    ``config_file``; ``setup``: the set-up a clean checkout needs."""
+    ``config_file``; ``setup``: the set-up a clean checkout needs; ``gates``: the checks the
+    repository configures."""
     lines = [
         "# What one unattended night should do in this repository, written by `overnight init`.",
         "# `overnight check night.toml` runs every check a night makes before it spends",
@@ -374,8 +378,28 @@ def spec_text(
         "# check` price a night of this many against budget.usd.",
         "tasks = 5",
         "",
+        *_gates_lines(gates),
     ]
     return "\n".join(lines)
+
+
+def _gates_lines(gates: Sequence[FoundGate]) -> list[str]:
+    """``[[gates]]`` for each check the repository configures: a task's change may not add a
+    finding its base commit does not have."""
+    lines: list[str] = []
+    for gate in gates:
+        lines += [
+            "[[gates]]",
+            f"# Found in {gate.configured_in}. The repository's own check, run on a clean",
+            "# checkout of the base commit and of each verified change: a change may not add",
+            "# a finding the base commit does not have"
+            + (" (a format gate: a file it rewrites)." if gate.kind == "format" else "."),
+            f"name = {_string(gate.name)}",
+            f"command = {_string(gate.command)}",
+            f"kind = {_string(gate.kind)}",
+            "",
+        ]
+    return lines
 
 
 def script_text(goal: str, predicate: Predicate) -> str:
@@ -459,6 +483,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     plugins = find_plugins(where, predicate)
     config_file = read_config(where).file
     setup = find_setup(where, predicate)
+    gates = discover_gates(where)
     spec_path.write_text(
         spec_text(
             goal,
@@ -470,6 +495,7 @@ def cmd_init(args: argparse.Namespace) -> int:
             plugins,
             config_file,
             setup,
+            gates,
         ),
         encoding="utf-8",
     )
@@ -482,6 +508,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     if setup is not None:
         how = "with a set-up that writes it" if setup.command else "name its set-up command"
         print(printable(f"  {setup.path} is generated and untracked: {how}"))
+    if gates:
+        print(printable(f"  with gates: {', '.join(g.name for g in gates)}"))
     if provider == "script":
         script_path.write_text(script_text(goal, predicate), encoding="utf-8")
         print(printable(f"wrote {script_path} (the scripted model's answers)"))
