@@ -57,3 +57,43 @@ def test_a_gate_whose_program_is_missing_is_named_with_how_to_install_it() -> No
 
 def test_a_gate_whose_program_is_installed_is_not_named() -> None:
     assert gate_programs_missing([GateSpec(name="ruff", command="python -m ruff check .")]) == []
+
+
+def test_a_configured_gate_whose_program_the_tests_python_lacks_is_written_commented_out(
+    tmp_path: Path,
+) -> None:
+    # black is configured but not importable by the Python the tests run with: a gate for it
+    # would fail `check`, so init writes it commented out with how to install it.
+    from overnight.cli.init import Predicate, gates_to_write, spec_text
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text("[tool.ruff]\nline-length = 99\n[tool.black]\n")
+    predicate = Predicate("python3 -m pytest -q", "python3 -m pytest", "tests/")
+
+    gates, missing = gates_to_write(repo, predicate, installed=lambda module: module == "ruff")
+
+    assert [g.name for g in gates] == ["ruff"]
+    assert [g.name for g in missing] == ["black"]
+    assert gates[0].command.startswith("python3 -m ruff check")
+    text = spec_text(
+        "goal", predicate, 5.0, 8.0, "script", "scripted", None, None, None, gates, missing
+    )
+    spec = tomllib.loads(text)
+    assert [g["name"] for g in spec["gates"]] == ["ruff"]
+    assert "# pip install black, then uncomment these lines" in text
+    assert '# name = "black"' in text
+
+
+def test_init_writes_only_gates_that_check_can_run(tmp_path: Path) -> None:
+    # Whatever is installed here, init and check ask the same Python: the spec init writes
+    # passes its own check's gates outcome.
+    repo = calc_repo(
+        tmp_path / "repo",
+        {"pyproject.toml": "[tool.black]\n[tool.isort]\n[tool.ruff]\n", "calc/x.py": "x = 1\n"},
+    )
+
+    done = overnight("init", str(repo), "--goal", GOAL, "--provider", "script")
+
+    line = next((x for x in done.stdout.splitlines() if x.startswith("gates")), "")
+    assert "failed" not in line, done.stdout + done.stderr

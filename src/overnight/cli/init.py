@@ -28,7 +28,7 @@ import subprocess
 import sys
 import textwrap
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +36,7 @@ from overnight.cli.check import check_night, exit_code, render
 from overnight.core.errors import ConfigError
 from overnight.core.resume import runs_pytest
 from overnight.core.text import printable
-from overnight.gates.discovery import FoundGate, discover_gates
+from overnight.gates.discovery import FoundGate, discover_gates, install_hint, modules_of
 from overnight.night.plugins import (
     Advice,
     advise,
@@ -301,10 +301,11 @@ def spec_text(
     config_file: str | None = None,
     setup: SetUp | None = None,
     gates: Sequence[FoundGate] = (),
+    missing_gates: Sequence[FoundGate] = (),
 ) -> str:
     """The commented ``night.toml``; ``plugins``: the pytest plugins to write, found from
     ``config_file``; ``setup``: the set-up a clean checkout needs; ``gates``: the checks the
-    repository configures."""
+    repository configures; ``missing_gates``: those whose program is not installed."""
     lines = [
         "# What one unattended night should do in this repository, written by `overnight init`.",
         "# `overnight check night.toml` runs every check a night makes before it spends",
@@ -379,8 +380,35 @@ def spec_text(
         "tasks = 5",
         "",
         *_gates_lines(gates),
+        *_missing_gates_lines(missing_gates),
     ]
     return "\n".join(lines)
+
+
+def gates_to_write(
+    where: Path, predicate: Predicate, installed: Callable[[str], bool] | None = None
+) -> tuple[list[FoundGate], list[FoundGate]]:
+    """The gates ``where`` configures, split into those whose program the tests' Python can
+    run and those it cannot (written commented out, so that the spec passes ``check`` and the
+    user sees what to install). Their commands start with the predicate's Python word."""
+    words = shlex.split(predicate.command)
+    python = words[0] if words and words[0].startswith("python") else "python"
+    installed = installed or modules_of(project_python(predicate.command))
+    runnable: list[FoundGate] = []
+    missing: list[FoundGate] = []
+    for gate in discover_gates(where, installed, python):
+        is_module = gate.command.split()[:2] == [python, "-m"]
+        (missing if is_module and not installed(gate.program) else runnable).append(gate)
+    return runnable, missing
+
+
+def _gate_lines(gate: FoundGate) -> list[str]:
+    return [
+        "[[gates]]",
+        f"name = {_string(gate.name)}",
+        f"command = {_string(gate.command)}",
+        f"kind = {_string(gate.kind)}",
+    ]
 
 
 def _gates_lines(gates: Sequence[FoundGate]) -> list[str]:
@@ -388,15 +416,27 @@ def _gates_lines(gates: Sequence[FoundGate]) -> list[str]:
     finding its base commit does not have."""
     lines: list[str] = []
     for gate in gates:
+        head, *rest = _gate_lines(gate)
         lines += [
-            "[[gates]]",
+            head,
             f"# Found in {gate.configured_in}. The repository's own check, run on a clean",
             "# checkout of the base commit and of each verified change: a change may not add",
             "# a finding the base commit does not have"
             + (" (a format gate: a file it rewrites)." if gate.kind == "format" else "."),
-            f"name = {_string(gate.name)}",
-            f"command = {_string(gate.command)}",
-            f"kind = {_string(gate.kind)}",
+            *rest,
+            "",
+        ]
+    return lines
+
+
+def _missing_gates_lines(gates: Sequence[FoundGate]) -> list[str]:
+    """A configured check whose program the tests' Python cannot import, commented out."""
+    lines: list[str] = []
+    for gate in gates:
+        lines += [
+            f"# Found in {gate.configured_in}, but the tests' Python cannot import {gate.program}:",
+            f"# {install_hint(gate.program)}, then uncomment these lines to make it a gate.",
+            *(f"# {line}" for line in _gate_lines(gate)),
             "",
         ]
     return lines
@@ -483,7 +523,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     plugins = find_plugins(where, predicate)
     config_file = read_config(where).file
     setup = find_setup(where, predicate)
-    gates = discover_gates(where)
+    gates, missing = gates_to_write(where, predicate)
     spec_path.write_text(
         spec_text(
             goal,
@@ -496,6 +536,7 @@ def cmd_init(args: argparse.Namespace) -> int:
             config_file,
             setup,
             gates,
+            missing,
         ),
         encoding="utf-8",
     )
@@ -510,6 +551,9 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(printable(f"  {setup.path} is generated and untracked: {how}"))
     if gates:
         print(printable(f"  with gates: {', '.join(g.name for g in gates)}"))
+    if missing:
+        said = "; ".join(f"{g.name} ({install_hint(g.program)})" for g in missing)
+        print(printable(f"  gates written commented out, their program is not installed: {said}"))
     if provider == "script":
         script_path.write_text(script_text(goal, predicate), encoding="utf-8")
         print(printable(f"wrote {script_path} (the scripted model's answers)"))

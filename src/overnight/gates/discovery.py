@@ -428,16 +428,23 @@ def _packages(repo: Path) -> list[str]:
     return []
 
 
-def _command(name: str, repo: Path, mypy_files: list[str]) -> str:
+def _command(name: str, repo: Path, mypy_files: list[str], python: str) -> str:
+    if name == "pyright":
+        return shlex.join(["pyright", "--outputjson"])
+    words = _python_command(name, repo, mypy_files)
+    return shlex.join([python, *words[1:]])
+
+
+def _python_command(name: str, repo: Path, mypy_files: list[str]) -> list[str]:
     if name == "ruff":
         # --no-fix: a repository may set fix = true, and a findings gate must not edit.
         words = ["python", "-m", "ruff", "check", "--output-format=json", "--no-cache", "--no-fix"]
-        return shlex.join([*words, "."])
+        return [*words, "."]
     if name == "ruff-format":
-        return shlex.join(["python", "-m", "ruff", "format", "--no-cache", "."])
+        return ["python", "-m", "ruff", "format", "--no-cache", "."]
     if name == "flake8":
         # --format=default: a configured format (pylint's, say) would not be read.
-        return shlex.join(["python", "-m", "flake8", "--format=default", "."])
+        return ["python", "-m", "flake8", "--format=default", "."]
     if name == "mypy":
         if mypy_files and not any(c in _GLOB_CHARS for f in mypy_files for c in f):
             targets = mypy_files
@@ -445,40 +452,43 @@ def _command(name: str, repo: Path, mypy_files: list[str]) -> str:
             targets = []  # globs: mypy expands its configured files itself
         else:
             targets = _packages(repo) or ["."]
-        return shlex.join(["python", "-m", "mypy", *MYPY_FLAGS, *targets])
+        return ["python", "-m", "mypy", *MYPY_FLAGS, *targets]
     if name == "pylint":
         targets = _packages(repo) or ["--recursive=y", "."]
         words = ["python", "-m", "pylint", "--output-format=json", "--persistent=n"]
-        return shlex.join([*words, *targets])
-    if name == "pyright":
-        return shlex.join(["pyright", "--outputjson"])
+        return [*words, *targets]
     if name == "black":
-        return shlex.join(["python", "-m", "black", "-q", "."])
+        return ["python", "-m", "black", "-q", "."]
     if name == "isort":
-        return shlex.join(["python", "-m", "isort", "-q", "."])
+        return ["python", "-m", "isort", "-q", "."]
     raise ValueError(f"no command for the gate {name!r}")
 
 
-def _default_installed() -> Callable[[str], bool]:
+def modules_of(interpreter: str) -> Callable[[str], bool]:
+    """``installed(module)``: whether ``interpreter`` can import ``module``, asked once per
+    module."""
     answers: dict[str, bool] = {}
 
     def installed(module: str) -> bool:
         if module not in answers:
-            answers[module] = python_module_installed(sys.executable, module)
+            answers[module] = python_module_installed(interpreter, module)
         return answers[module]
 
     return installed
 
 
-def discover_gates(repo: Path, installed: Callable[[str], bool] | None = None) -> list[FoundGate]:
+def discover_gates(
+    repo: Path, installed: Callable[[str], bool] | None = None, python: str = "python"
+) -> list[FoundGate]:
     """The gates ``repo`` configures, one per tool, in ``GATE_ORDER`` and then the
     ``package.json`` scripts. ``installed(module)`` says whether a Python module can be run
-    (default: by the Python running this); it decides only for pre-commit hooks."""
+    (default: by the Python running this); it decides only for pre-commit hooks. ``python``
+    is the first word of a Python tool's command: the word the tests are run with."""
     found = _Sightings()
     _from_pyproject(repo, found)
     _from_ruff_toml(repo, found)
     _from_ini_files(repo, found)
-    _from_pre_commit(repo, found, installed or _default_installed())
+    _from_pre_commit(repo, found, installed or modules_of(sys.executable))
     mypy_files = _configured_mypy_files(repo) if "mypy" in found.places else []
     gates: list[FoundGate] = []
     for name in GATE_ORDER:
@@ -488,7 +498,7 @@ def discover_gates(repo: Path, installed: Callable[[str], bool] | None = None) -
         gates.append(
             FoundGate(
                 name=name,
-                command=_command(name, repo, mypy_files),
+                command=_command(name, repo, mypy_files, python),
                 kind=kind,
                 reader=reader,
                 configured_in=", ".join(found.places[name]),
