@@ -196,3 +196,20 @@ def test_a_night_without_gates_is_judged_by_its_verify_alone(project: Path, tmp_
     assert result["stop_reason"] == "GOAL_MET", result["plan"]
     assert result["gates"] == []
     assert not (run / "gates.json").exists()
+
+
+def test_a_park_reason_names_the_first_findings_and_the_detail_lists_them_all() -> None:
+    from overnight.gates.readers import Finding
+    from overnight.night.gates import NAMED, GateVerdict
+
+    found = [
+        ("ruff", Finding(f"m{i}.py", "F401", f"`os{i}` imported but unused", 1)) for i in range(8)
+    ]
+    said = GateVerdict(new=found)
+
+    reason = said.park_reason("retries exhausted")
+    assert reason.count("F401") == NAMED and "and 3 more" in reason, reason
+    assert reason.endswith("(retries exhausted)")
+    assert all(f"m{i}.py:1: F401" in said.detail() for i in range(8)), said.detail()
+    assert "passed the check `pytest`" in said.brief("pytest", 1)
+    assert all(f"m{i}.py" in said.brief("pytest", 1) for i in range(8))

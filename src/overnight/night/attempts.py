@@ -23,7 +23,7 @@ from overnight.night.commands import NightCommands
 from overnight.night.effect_holds import EffectHolds
 from overnight.night.signals import Signals
 from overnight.night.timer import RunTimer
-from overnight.night.verdict import Verdicts
+from overnight.night.verdict import Verdict, Verdicts
 from overnight.proxy.access import NightProxy
 from overnight.seams import EffectStore, ExecContext, ExecResult, TaskExecutor
 from overnight.store.rundir import RunDir
@@ -176,3 +176,14 @@ class Attempts:
     def tokens_affordable(self, model: str) -> int:
         """Money left before the enforcement line, in output tokens of ``model``."""
         return self.ledger.max_output_tokens(model, 0)
+
+
+def retry_brief(task: Task, attempt: int, verdict: Verdict) -> str:
+    """What the next attempt is told of this one: what the check said, or the findings of
+    the repository's own checks its change adds."""
+    if verdict.gates is not None and not verdict.gates.passed:
+        return verdict.gates.brief(task.verify, attempt)
+    return (
+        f"Attempt {attempt} of this task did not pass the check `{task.verify}`; "
+        f"its edits are still in the worktree. The check said:\n{verdict.detail[-1500:]}"
+    )

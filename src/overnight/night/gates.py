@@ -37,6 +37,8 @@ from overnight.store.trace import Trace
 
 #: The most new findings a park reason or a retry brief lists one by one.
 SHOWN = 20
+#: The most a park reason names (the parked task's detail lists up to ``SHOWN``).
+NAMED = 5
 
 
 @dataclass(frozen=True)
@@ -52,23 +54,38 @@ class GateVerdict:
     def passed(self) -> bool:
         return not self.new
 
-    def lines(self) -> list[str]:
-        """One line per new finding (the first ``SHOWN``), then how many more."""
-        shown = [f"{gate}: {finding.text()}" for gate, finding in self.new[:SHOWN]]
-        if len(self.new) > SHOWN:
-            shown.append(f"and {len(self.new) - SHOWN} more")
+    def lines(self, most: int = SHOWN) -> list[str]:
+        """One line per new finding (the first ``most``), then how many more."""
+        shown = [f"{gate}: {finding.text()}" for gate, finding in self.new[:most]]
+        if len(self.new) > most:
+            shown.append(f"and {len(self.new) - most} more")
         return shown
 
     def detail(self) -> str:
+        """The verdict's detail: every new finding (the first ``SHOWN``), one per line."""
         return (
             f"the repository's own checks found {len(self.new)} finding(s) the base commit "
             "does not have:\n" + "\n".join(self.lines())
         )
 
-    def park_reason(self) -> str:
+    def park_reason(self, routed: str) -> str:
+        """Why the task is parked, naming the first ``NAMED`` findings (the detail has the
+        rest); ``routed`` is the router's reason."""
+        named = "; ".join(self.lines(NAMED))
+        count = len(self.new)
         return (
-            f"its change adds {len(self.new)} finding(s) of the repository's own checks: "
-            + "; ".join(self.lines())
+            f"its change adds {count} finding(s) of the repository's own checks: {named} ({routed})"
+        )
+
+    def brief(self, verify: str, attempt: int) -> str:
+        """What the next attempt is told: the findings to fix, not to silence."""
+        return (
+            f"Attempt {attempt} of this task passed the check `{verify}`, but its change "
+            "adds findings of the repository's own checks (its linter, formatter or type "
+            "checker) that the base commit does not have; its edits are still in the "
+            "worktree. Fix each one in the code (a suppression comment counts as the finding "
+            "it hides, and the checks' configuration cannot be changed):\n"
+            + "\n".join(self.lines())
         )
 
 

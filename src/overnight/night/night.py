@@ -21,6 +21,7 @@ from overnight.core.resume import VerifyOutcome
 from overnight.core.routing import Route, Routed, route_verdict
 from overnight.core.state import RunState
 from overnight.core.tasks import CommandRun, Task
+from overnight.night.attempts import retry_brief
 from overnight.night.checkouts import NoTimeLeft
 from overnight.night.compose import NightParts
 from overnight.night.judging import Judged, parked_fields
@@ -288,7 +289,7 @@ class Night:
             return
         reason = routed.reason
         if verdict.gates is not None and not verdict.gates.passed:
-            reason = f"{verdict.gates.park_reason()} ({reason})"
+            reason = verdict.gates.park_reason(reason)
         self.state.finish_parked(
             task,
             self.attempts.park_reason(task, reason),
@@ -387,22 +388,3 @@ class Night:
         parts.trace.close()
         parts.spend.close()
         parts.effects.close()
-
-
-def retry_brief(task: Task, attempt: int, verdict: Verdict) -> str:
-    """What the next attempt is told of this one: what the check said, or the findings of
-    the repository's own checks its change adds (they are to be fixed, not silenced)."""
-    gates = verdict.gates
-    if gates is not None and not gates.passed:
-        return (
-            f"Attempt {attempt} of this task passed the check `{task.verify}`, but its change "
-            "adds findings of the repository's own checks (its linter, formatter or type "
-            "checker) that the base commit does not have; its edits are still in the "
-            "worktree. Fix each one in the code (a suppression comment counts as the finding "
-            "it hides, and the checks' configuration cannot be changed):\n"
-            + "\n".join(gates.lines())
-        )
-    return (
-        f"Attempt {attempt} of this task did not pass the check `{task.verify}`; "
-        f"its edits are still in the worktree. The check said:\n{verdict.detail[-1500:]}"
-    )
