@@ -97,3 +97,27 @@ def test_init_writes_only_gates_that_check_can_run(tmp_path: Path) -> None:
 
     line = next((x for x in done.stdout.splitlines() if x.startswith("gates")), "")
     assert "failed" not in line, done.stdout + done.stderr
+
+
+def test_check_runs_a_gate_in_the_sandbox_as_the_night_does(tmp_path: Path) -> None:
+    # `check` runs a gate under the night's sandbox policy: with [sandbox] mode = "on", what
+    # it does outside its checkout does not reach the machine.
+    repo = calc_repo(tmp_path / "repo", {"calc/x.py": "x = 1\n"})
+    outside = tmp_path / "written-by-the-gate"
+    done = overnight("init", str(repo), "--goal", GOAL, "--provider", "script")
+    assert done.returncode == 0, done.stdout + done.stderr
+    escape = f"open({str(outside)!r}, 'w').write('x')"
+    with (repo / "night.toml").open("a") as spec:
+        spec.write(
+            f'\n[[gates]]\nname = "escape"\ncommand = "python3 -c \\"{escape}\\""\n'
+            'reader = "exit-code"\n'
+        )
+    text = (repo / "night.toml").read_text()
+    assert "[sandbox]" not in text
+    (repo / "night.toml").write_text(text + '\n[sandbox]\nmode = "on"\n')
+
+    checked = overnight("check", str(repo / "night.toml"))
+
+    line = next(x for x in checked.stdout.splitlines() if x.startswith("gates"))
+    assert "escape: " in line, checked.stdout
+    assert not outside.exists(), "the gate ran unconfined"

@@ -108,15 +108,15 @@ def check_night(path: Path) -> list[Outcome]:
     else:
         out.append(Outcome("predicate", "skipped", "the settings and sandbox must pass first"))
     if spec.gates:
-        out.append(_gates(spec, workspace.status == "ok"))
+        out.append(_gates(spec, policy))
     out.append(_estimate(spec))
     return out
 
 
-def _gates(spec: Spec, workspace_ok: bool) -> Outcome:
-    """The gates' programs, then each gate's findings on the base commit."""
-    if not workspace_ok:
-        return Outcome("gates", "skipped", "the workspace must pass first")
+def _gates(spec: Spec, policy: SandboxPolicy | None) -> Outcome:
+    """The gates' programs, then each gate's findings on the base commit, sandboxed."""
+    if policy is None:
+        return Outcome("gates", "skipped", "the settings and sandbox must pass first")
     missing = gate_programs_missing(spec.gates)
     if missing:
         return Outcome(
@@ -125,7 +125,7 @@ def _gates(spec: Spec, workspace_ok: bool) -> Outcome:
             "; ".join(missing),
             "install what each gate runs where the night runs, or remove the gate",
         )
-    counts = gate_counts_on_base(spec)
+    counts = gate_counts_on_base(spec, policy)
     unread = [c for c in counts if "could not be read" in c or "timed out" in c or "exited" in c]
     if unread:
         return Outcome(

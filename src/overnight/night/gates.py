@@ -237,7 +237,7 @@ class Gates:
 
     def run_one(self, gate: GateSpec, commit: str, where: Path, stem: str) -> GateRun:
         files = sorted(self.worktree.tree_paths(commit)[0]) if gate.kind == "format" else []
-        before = _hashes(where, files)
+        before = tree_hashes(where, files)
         log = self.log_name(f"{stem}.gate.{gate_slug(gate.name)}", ".log")
         ran = self.run(
             gate.command, gate.timeout_s, log, clip=True, cwd=where, confine=self.confinement()
@@ -259,7 +259,7 @@ class Gates:
             return GateRun(gate=gate.name, commit=commit, raw=log, unreadable=why)
         if gate.kind == "format":
             return self._formatted(gate, commit, where, files, before, result.exit_code, stem)
-        output = _read_log(self.artifacts / log)
+        output = read_log(self.artifacts / log)
         try:
             found = read_findings(gate.reads_with(), output, result.exit_code, str(where))
         except FindingsUnreadable as exc:
@@ -281,8 +281,7 @@ class Gates:
         if exit_code != 0:
             why = f"`{gate.command}` exited {exit_code}: it did not format the tree"
             return GateRun(gate=gate.name, commit=commit, unreadable=why)
-        after = _hashes(where, files)
-        rewritten = [p for p in files if before.get(p) != after.get(p)]
+        rewritten = rewritten_files(files, before, tree_hashes(where, files))
         raw = self.log_name(f"{stem}.gate.{gate_slug(gate.name)}", ".rewritten")
         body = "".join(f"{p}\n" for p in rewritten).encode("utf-8")
         write_atomic(self.artifacts / raw, body, raw)
@@ -334,7 +333,9 @@ def gate_counts(record: GatesRecord, kinds: dict[str, str], head: str | None) ->
     return counts
 
 
-def _hashes(root: Path, files: list[str]) -> dict[str, str]:
+def tree_hashes(root: Path, files: list[str]) -> dict[str, str]:
+    """The sha256 of each of ``files`` (relative to ``root``) that is a regular file: a
+    format gate's findings are the files whose hash its formatter changed."""
     found: dict[str, str] = {}
     for rel in files:
         path = root / rel
@@ -347,7 +348,12 @@ def _hashes(root: Path, files: list[str]) -> dict[str, str]:
     return found
 
 
-def _read_log(path: Path) -> str:
+def rewritten_files(files: list[str], before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The files a formatter changed, in the order of ``files``."""
+    return [p for p in files if before.get(p) != after.get(p)]
+
+
+def read_log(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError:

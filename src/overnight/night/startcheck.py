@@ -137,7 +137,7 @@ def check_predicate(
             trees=ws.path_forms(where), named=[(f, WORKSPACE) for f in ws.path_forms(repo)]
         )
         exported = files_in(where)
-        _set_up(predicate, policy, where, commit)
+        set_up_export(predicate, policy, where, commit)
         base = _run(pytest_plugins, policy, command, where, timeout, complete=True, places=places)
         config = read_config(where)  # the base commit's, as that run read it
         outputs = written_files(where, exported)
@@ -193,7 +193,9 @@ def check_predicate(
     return check
 
 
-def _set_up(predicate: PredicateSpec, policy: SandboxPolicy, where: Path, commit: str) -> None:
+def set_up_export(
+    predicate: PredicateSpec, policy: SandboxPolicy, where: Path, commit: str
+) -> None:
     """The spec's set-up command in the clean export, as every clean checkout of the night
     gets it; a failure refuses the night."""
     command = predicate.setup
