@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from overnight.cli.check import check_night, exit_code, render
+from overnight.config.spec_schema import shipped_schema_path
 from overnight.core.errors import ConfigError
 from overnight.core.resume import runs_pytest
 from overnight.core.text import printable
@@ -290,6 +291,13 @@ def _ask_goal() -> str:
     return goal
 
 
+def schema_line() -> str:
+    """The ``#:schema`` line Taplo reads: the schema shipped in the installed package, as a
+    ``file://`` URL, so that an editor checks the file offline against the schema of the
+    overnight that will run it. To the spec's loader it is a comment."""
+    return f"#:schema {shipped_schema_path().as_uri()}"
+
+
 def spec_text(
     goal: str,
     predicate: Predicate,
@@ -307,10 +315,12 @@ def spec_text(
     ``config_file``; ``setup``: the set-up a clean checkout needs; ``gates``: the checks the
     repository configures; ``missing_gates``: those whose program is not installed."""
     lines = [
+        schema_line(),
         "# What one unattended night should do in this repository, written by `overnight init`.",
         "# `overnight check night.toml` runs every check a night makes before it spends",
         "# anything; `overnight run night.toml` starts the night. Every setting is described in",
-        '# the README ("The spec: night.toml").',
+        "# the night.toml reference (docs/reference/night-toml.md); the line above points",
+        "# editors that read JSON Schema (Taplo, Even Better TOML) at the file's schema.",
         "",
         "# The goal, in plain words: the model plans tasks toward it. The harness holds it, and",
         "# the verdict is never the model's: the predicate below decides whether it is met.",
@@ -346,7 +356,7 @@ def spec_text(
     ]
     if provider == "script":
         lines += [
-            '# The scripted answers, in order per purpose (see "A scripted model" in the README).',
+            "# The scripted answers, in order per purpose (docs/guides/scripted-model.md).",
             f"script = {_string(SCRIPT_NAME)}",
         ]
     lines += [
@@ -448,9 +458,9 @@ def script_text(goal: str, predicate: Predicate) -> str:
     the change the night should make."""
     return "\n".join(
         [
-            '# The scripted model\'s answers, in order per purpose; see "A scripted model" in the',
-            "# README. A purpose whose turns run out: plan and drift give their last turn again,",
-            '# replan adds nothing, every other purpose answers the text "done".',
+            "# The scripted model's answers, in order per purpose (docs/guides/scripted-model.md,",
+            "# docs/reference/turns-toml.md). A purpose whose turns run out: plan and drift give",
+            '# their last turn again, replan adds nothing, every other purpose answers "done".',
             "",
             "# The plan: the tasks of the night, handed in with submit_plan.",
             "[[plan]]",

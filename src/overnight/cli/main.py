@@ -1,5 +1,5 @@
 """``overnight``: run, resume, status, report, review, audit, pr, list, clean, demo, init,
-check, estimate, calibrate, fleet, reprice, replay, completion.
+check, estimate, calibrate, fleet, reprice, replay, completion, schema.
 
 Exit codes: 0 success, 2 partial, 3 failure, 4 unrecoverable (the run's own verdict);
 64 a usage or spec error (nothing was written); 66 a run directory with no result yet.
@@ -42,6 +42,7 @@ HANDLERS: dict[str, str] = {
     "estimate": "overnight.cli.handlers:cmd_estimate",
     "calibrate": "overnight.cli.handlers:cmd_calibrate",
     "completion": "overnight.cli.completion:cmd_completion",
+    "schema": "overnight.cli.schema:cmd_schema",
 }
 
 Handler = Callable[[argparse.Namespace], int]

@@ -42,7 +42,37 @@ TEMPORAL_HELP = (
 #: The shells ``overnight completion`` writes a script for.
 SHELLS = ("bash", "zsh", "fish")
 
-#: Who carries out the demo's agent tasks.
+#: What each command's exit code says, shown under its ``--help`` and in the reference.
+EXITS: dict[str, str] = {
+    "run": "0 / 2 / 3 / 4, the night's ending; 64 for a bad spec or a goal predicate that "
+    "cannot run on the base commit",
+    "resume": "0 / 2 / 3 / 4, the night's ending; 64 if the run is not resumable",
+    "status": "0",
+    "report": "0; 66 if the run has no result yet",
+    "audit": "0 every check agrees; 3 a disagreement; 64 not a run",
+    "review": "0; 64 for an unknown item",
+    "list": "0",
+    "clean": "0; 64 for one RUN that is running, or resumable without --all, or a bad --older-than",
+    "demo": "the night's exit code",
+    "init": "the check's exit code; 64 when nothing could be written (no goal, no test "
+    "command found, a spec already there without --force)",
+    "check": "0 every check passes; 64 the spec must change; 3 the machine lacks what the "
+    "spec names",
+    "fleet worker": "0",
+    "fleet submit": "0; the night's exit code with --wait; 64 for a bad spec",
+    "fleet schedule": "0; 64 for a bad spec or schedule",
+    "fleet status": "0",
+    "fleet report": "0",
+    "pr": "0; 3 nothing to propose (no verified commit); 4 the push or gh failed; 64 not a "
+    "run; 66 no result yet",
+    "reprice": "0; 64 not a run, or a bad flag",
+    "replay": "0 the same night; 3 it differs; 64 not a run, or a program it needs is missing",
+    "estimate": "0; 64 for a bad spec, flag or value",
+    "calibrate": "0 the judge separates the sets; 3 it does not; 4 the provider failed; 64 "
+    "bad input",
+    "completion": "0; 64 for another shell",
+    "schema": "0",
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -349,7 +379,27 @@ def build_parser() -> argparse.ArgumentParser:
         "~/.config/fish/completions/overnight.fish",
     )
     comp.add_argument("shell", choices=SHELLS, help="the shell the script is for")
+
+    sub.add_parser(
+        "schema",
+        help="print the JSON Schema of night.toml, for editors that check and complete TOML",
+        description="Print the JSON Schema of night.toml (draft-07), generated from the spec's "
+        "models. overnight init points a new night.toml at the copy in the installed package "
+        "with a #:schema line, which Taplo and Even Better TOML read.",
+    )
+    _add_exits(p)
     return p
+
+
+def _add_exits(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()) -> None:
+    """Each (sub)command's ``EXITS`` line as the epilog of its ``--help``."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                path = (*words, name)
+                if " ".join(path) in EXITS:
+                    sub.epilog = "exit: " + EXITS[" ".join(path)]
+                _add_exits(sub, path)
 
 
 def add_estimate_parser(sub: Any) -> None:

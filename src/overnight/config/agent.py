@@ -8,6 +8,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class AgentSpec(BaseModel):
+    """``[agent]``: how the built-in agent works one task."""
+
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     max_calls: int = Field(default=6, gt=0, le=200)

@@ -13,6 +13,8 @@ Action = Literal["none", "alert", "page"]
 
 
 class AlertAction(BaseModel):
+    """What one urgency does: a ``command`` or a ``webhook``."""
+
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     command: str | None = None
@@ -33,6 +35,9 @@ class AlertAction(BaseModel):
 
 
 class AlertsSpec(BaseModel):
+    """``[alerts]``: what ``alert`` and ``page`` do when a night ends, and which endings
+    call for which."""
+
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     alert: AlertAction | None = None

@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class FleetSpec(BaseModel):
+    """``[fleet]``: what a night run by a fleet worker shares with the fleet."""
+
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     usd_per_day: float | None = Field(default=None, gt=0)

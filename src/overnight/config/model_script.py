@@ -30,7 +30,7 @@ ANSWER_TOOLS: dict[str, tuple[str, type[BaseModel]]] = {
     "drift": (DRIFT_TOOL.name, DriftVerdict),
 }
 
-FIX = 'see "A scripted model" in the README for the format'
+FIX = "see the turns.toml reference (docs/reference/turns-toml.md) for the format"
 
 
 class _Strict(BaseModel):

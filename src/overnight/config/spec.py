@@ -54,6 +54,9 @@ class _Strict(BaseModel):
 
 
 class BudgetSpec(_Strict):
+    """``[budget]``: the night's limits (money, wall clock, steps, tokens) and the lines at
+    which it is told, stops starting tasks, and stops spending."""
+
     usd: float = Field(default=0.0, ge=0, le=MAX_USD)
     """Hard cap in dollars. Never crossed: every model call's worst case is reserved first.
     Required (above 0) when the night has a model; a night of command tasks needs none."""
@@ -77,6 +80,8 @@ class BudgetSpec(_Strict):
 
 
 class PredicateSpec(_Strict):
+    """``[predicate]``: the goal check the harness runs, and what protects it from the agent."""
+
     command: str = Field(min_length=1)
     """Shell command run by the harness on a clean checkout of the run's branch; exit 0 means
     the goal is met."""
@@ -158,6 +163,9 @@ class PredicateSpec(_Strict):
 
 
 class ModelSpec(_Strict):
+    """``[model]``: where the model calls go and how they are made. Optional when every task
+    is a command task."""
+
     provider: str = "python"
     """Where calls go: ``python`` (a callable named by ``target``), ``script`` (answers read
     from the file ``script`` names, no key), ``anthropic`` (the Messages API), ``openai`` (the
@@ -221,6 +229,9 @@ CliApi = Literal["anthropic", "openai-chat", "openai-responses"]
 
 
 class ExecutorSpec(_Strict):
+    """``[executor]``: who carries out the agent tasks (the built-in agent, a CLI agent behind
+    the metering proxy, or your own Python executor)."""
+
     kind: ExecutorKind = "agent"
     """Who carries out agent tasks: ``agent`` (the built-in one), ``claude-code`` (Claude
     Code's ``claude -p``), ``codex`` (OpenAI's ``codex exec``), ``command`` (any CLI agent,
@@ -300,6 +311,9 @@ class ExecutorSpec(_Strict):
 
 
 class PriceSpec(_Strict):
+    """``[prices.<model>]``: one model's rates in dollars per million tokens, over the
+    genai-prices data."""
+
     input: float = Field(ge=0)
     """$ per million uncached input tokens."""
     output: float = Field(ge=0)
@@ -365,6 +379,8 @@ MULTIPLIER_FIELDS = ("speed", "service_tier", "inference_geo")
 
 
 class EffectsSpec(_Strict):
+    """``[effects]``: where the effects ledger lives."""
+
     database: str | None = None
     """The effects ledger (SQLite), relative to the spec's directory. Default: the run
     directory's ``effects.sqlite``. Runs that may deliver the same task twice must share one
@@ -372,6 +388,9 @@ class EffectsSpec(_Strict):
 
 
 class RunSpec(_Strict):
+    """``[run]``: how the lap goes (drift checks, retries, replans) and what a candidate may
+    hold."""
+
     drift_every: int = Field(default=5, gt=0)
     """Tasks between drift checks."""
     no_progress_after: int = Field(default=5, gt=0)
@@ -393,6 +412,9 @@ class RunSpec(_Strict):
 
 
 class TaskSpec(_Strict):
+    """One ``[[tasks]]`` entry: a seed task, a shell ``command`` or a ``brief`` for the
+    executor, with the ``verify`` the harness runs."""
+
     id: str = Field(min_length=1, max_length=120, pattern=r"^[A-Za-z0-9_.:-]+$")
     """Unique task id (letters, digits, ``_ . : -``)."""
     title: str = ""
@@ -561,9 +583,9 @@ FIXES: dict[str, str] = {
     "tasks.id": "use letters, digits and _ . : - only",
     "gates": 'each [[gates]] entry needs name and command; kind is "findings" or "format"',
     "predicate.max_diff_lines": "set max_diff_lines to a positive whole number, or leave it out",
-    "estimate": "see `overnight estimate` in the README for the [estimate] fields",
+    "estimate": "see [estimate] in the night.toml reference (docs/reference/night-toml.md)",
     "telemetry.otlp_endpoint": 'e.g. otlp_endpoint = "http://localhost:4318"',
-    "telemetry": "see the OpenTelemetry section of the README for the [telemetry] fields",
+    "telemetry": "see [telemetry] in the night.toml reference (docs/reference/night-toml.md)",
 }
 
 
@@ -586,7 +608,7 @@ def _fix_for(field: str) -> str:
         if plain in FIXES:
             return FIXES[plain]
         key = key.rpartition(".")[0]
-    return "see the spec reference in the README"
+    return "see the night.toml reference (docs/reference/night-toml.md), or run overnight check"
 
 
 def _model_in(annotation: Any) -> type[BaseModel] | None:
@@ -641,7 +663,7 @@ def parse_spec(data: dict[str, Any], base_dir: Path) -> Spec:
     """Validate a spec mapping: a ``ConfigError`` for one problem, ``SpecProblems`` listing
     every problem (each with its field and fix) for several."""
     try:
-        spec = Spec.model_validate({**data, "base_dir": str(base_dir)})
+        spec = Spec.model_validate({**data, "base_dir": str(base_dir)}, strict=True)
     except ValidationError as exc:
         problems: list[ConfigError] = []
         for err in exc.errors():

@@ -22,6 +22,8 @@ def _check_url(value: str, name: str) -> str:
 
 
 class TelemetrySpec(BaseModel):
+    """``[telemetry]``: where the night's OpenTelemetry spans go, and what they carry."""
+
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     otlp_endpoint: str | None = None

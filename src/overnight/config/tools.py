@@ -80,7 +80,13 @@ class McpServerSpec(BaseModel):
 
     name: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
     """What the server is called in messages, the trace and the report."""
-    command: list[str] | None = None
+    command: list[str] | None = Field(
+        default=None,
+        # the validator below also takes one string, split into words: say so to editors
+        json_schema_extra={
+            "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}]
+        },
+    )
     """The program and its arguments that start a stdio server, e.g. ``["npx", "-y",
     "@modelcontextprotocol/server-github"]`` (a string is split into words, no shell). It runs
     in the night's sandbox (unsandboxed when ``[sandbox] mode = "off"``), in an empty private

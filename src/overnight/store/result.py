@@ -61,9 +61,13 @@ class BudgetBlock(_Model):
 
 class Budgets(_Model):
     steps: BudgetBlock
+    """Task executions: each attempt at a task, retries included ([budget] steps)."""
     tokens: BudgetBlock
+    """Tokens billed: input, cache reads and writes, and output ([budget] tokens)."""
     seconds: BudgetBlock
+    """Wall-clock seconds of the night, waits and tools included ([budget] hours)."""
     cost_usd: BudgetBlock
+    """Dollars spent on model calls ([budget] usd)."""
     fleet_money: BudgetBlock | None = None
     """The fleet's daily cap this night also reserved against (``[fleet] usd_per_day``): its
     ``used`` is the fleet's spend that day as the night last read it. Absent when none
@@ -91,10 +95,17 @@ class Budgets(_Model):
 
 class ParkedEntry(_Model):
     id: str
+    """The task's id."""
     title: str
+    """The task's title."""
     reason: str
+    """Why it was parked, whole: its first sentence names the path, the rule or the effect."""
     detail: str = ""
+    """What the verify or the protection check said, shortened past its first sentence with a
+    pointer to where the whole text is."""
     patch: str | None = None
+    """The path of the patch of its half-done edits, in the run's artifacts; null when none
+    was kept."""
     protected_changes: list[str] = Field(default_factory=list)
     """For a task parked as "changed what judges it": each protected path it changed."""
     automation_changes: list[str] = Field(default_factory=list)
@@ -115,26 +126,41 @@ class ParkedEntry(_Model):
 
 class PrunedEntry(_Model):
     id: str
+    """The task's id."""
     title: str
+    """The task's title."""
     drift_score: float
+    """The drift judge's score that pruned it (above 0.3)."""
     at_task_count: int
+    """How many tasks had run when the judge pruned it."""
 
 
 class Plan(_Model):
     done: list[str]
+    """The ids of the verified tasks, in the order they landed."""
     remaining: list[str]
+    """The ids of the tasks still queued when the night ended."""
     in_progress: str | None
     """A task left IN_PROGRESS (a signal or a refused call interrupted it); resume verifies it."""
     parked: list[ParkedEntry]
+    """Tasks set aside for a person, each with its reason."""
     pruned: list[PrunedEntry]
+    """Tasks the drift judge took off the queue as off the goal."""
 
 
 class VerifiedTask(_Model):
     id: str
+    """The task's id."""
     title: str
+    """The task's title."""
     commit: str | None
+    """Its commit on the run's branch; null when it changed nothing (verified without an empty
+    commit)."""
     attempts: int
+    """Attempts it took, across the run's processes."""
     via: Literal["lap", "resume"]
+    """``lap``: verified in a lap; ``resume``: the task left in flight, verified first when the run
+    was resumed."""
     command_exit_code: int | None = None
     """A command task's exit code on its last attempt (None: it timed out, an agent task, or
     verified on resume)."""
@@ -186,10 +212,16 @@ class GateBlock(_Model):
 
 class DriftPoint(_Model):
     at_task_count: int
+    """How many tasks had run when the judge was asked."""
     seconds: float
+    """When, in seconds of the run's wall clock."""
     score: float
+    """The judge's score in [0, 1]: above 0.3 the off-goal tasks are pruned, above 0.5 the night
+    halts."""
     action: Literal["none", "prune", "halt"]
+    """What the score led to: ``none``, ``prune`` or ``halt``."""
     off_goal_task_ids: list[str]
+    """The tasks the judge named as off the goal."""
     automation_shown: list[str] = Field(default_factory=list)
     """What the drift judge was shown of the automation paths the night's tasks changed, one
     line per task (``fix_ci: .github/workflows/ci.yml (landed)``); empty when none did."""
@@ -197,7 +229,9 @@ class DriftPoint(_Model):
 
 class SpendPoint(_Model):
     seconds: float
+    """Seconds of the run's wall clock."""
     cost_usd: float
+    """Dollars spent by then."""
 
 
 class Spend(_Model):
@@ -253,22 +287,33 @@ class Wrapup(_Model):
     source: Literal["model", "structured"]
     """``model``: the summary call succeeded; ``structured``: rendered from the plan instead."""
     cost_usd: float
+    """What the closing summary call cost (0 when none was made)."""
     error: str | None = None
+    """Why the summary call failed, when ``source`` is ``structured`` after a failed call."""
 
 
 class Branch(_Model):
     name: str
+    """The run's branch, ``overnight/<run-id>``."""
     base_commit: str
+    """The workspace's committed HEAD the night started from."""
     head: str | None
+    """The branch's last commit when the night ended; null when it could not be read."""
     worktree: str
+    """The run's worktree (``RUN_DIR/worktree``), removed once the night cannot be resumed."""
     diff_stat: str = ""
+    """``git diff --stat`` of the branch against its base commit."""
 
 
 class PredicateBlock(_Model):
     command: str
+    """The goal predicate, as the spec gives it."""
     met: bool
+    """Whether its last run met the goal."""
     exit_code: int | None
+    """Its last run's exit code; null when it was cut or did not run."""
     detail: str
+    """What its last run printed, shortened."""
     timed_out: bool = False
     """Cut at its timeout or at the night's time limit (not met)."""
     ran: bool = True
@@ -320,7 +365,9 @@ class SandboxBlock(_Model):
 
 class GoalBlock(_Model):
     text: str
+    """The goal in the spec's words."""
     sha256: str
+    """Its SHA-256: the harness checks the goal is the one the run started with."""
 
 
 class CliAttempt(_Model):
@@ -349,38 +396,63 @@ class ExecutorBlock(_Model):
     kind: str
     """``claude-code``, ``codex`` or ``command``."""
     program: str
+    """The CLI's executable."""
     version: str
+    """The version it reported."""
     attempts: list[CliAttempt]
+    """Each attempt it made at a task."""
 
 
 class TerminalResult(_Model):
     kind: Literal["overnight-result"] = "overnight-result"
+    """Always ``overnight-result``."""
     schema_version: int = RESULT_SCHEMA_VERSION
+    """The format of this object (1)."""
     run_id: str
+    """The run's id (also in its branch's name and its run directory's)."""
     status: Literal["SUCCESS", "PARTIAL", "FAILURE"]
+    """The ending's class."""
     stop_reason: str
     """The ending, qualified: ``BUDGET_EXHAUSTED:money``, ``TIME_LIMIT:sigterm``, ..."""
     ending: str
+    """One of the seven endings, unqualified."""
     exit_code: int
+    """The exit code ``overnight run`` and ``resume`` exit with: 0, 2, 3 or 4."""
     resumable: bool
+    """True exactly when ``overnight resume`` continues the run."""
     alert: Literal["none", "alert", "page"]
+    """How urgently a person is told: ``none``, ``alert`` or ``page`` (see ``[alerts]``)."""
     message: str
     """One sentence: why the run ended."""
     goal: GoalBlock
+    """The goal the night worked toward."""
     budgets: Budgets
+    """Each budget's use, limit and lines: enough to recompute a budget-type stop reason."""
     plan: Plan
+    """The queue when the night ended: done, remaining, in flight, parked, pruned."""
     verified: list[VerifiedTask]
+    """Each verified task, with its commit."""
     drift: list[DriftPoint]
+    """Every drift check, in order."""
     spend: Spend
+    """The money: total, by purpose, over time."""
     predicate: PredicateBlock | None
+    """The goal predicate's last verdict; null when it never ran."""
     branch: Branch
+    """The run's branch and what it holds."""
     partial_output: str
+    """The closing summary: written by the model, or rendered from the run's state (``wrapup`` says
+    which)."""
     wrapup: Wrapup
+    """Who wrote the closing summary, and what it cost."""
     trace_ref: str
     """Path of the run's trace: one JSON line per model call, tool call and decision."""
     started_at: str
+    """When the night started (ISO 8601, UTC)."""
     ended_at: str
+    """When it ended (ISO 8601, UTC)."""
     resumes: int
+    """How many times the run was resumed."""
     already_met: bool = False
     """The goal predicate passed on the base commit before any work: the night did nothing,
     made no model call and kept no branch (most often the predicate does not cover the

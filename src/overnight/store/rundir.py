@@ -28,6 +28,72 @@ from overnight.store.atomic import open_private, write_atomic
 #: Freed when a write fails for lack of space, so that result.json can still be written.
 DISK_RESERVE_BYTES = 1 << 20
 
+#: What a run directory holds, in the order a person reads it: ``(name, what it is)``, a
+#: directory's name ending in ``/``. The reference's run-directory page is written from it,
+#: and a test holds it to the paths ``RunDir`` names.
+LAYOUT: tuple[tuple[str, str], ...] = (
+    (
+        "run.json",
+        "what the run is: its id, the goal's hash, the branch, the workspace, the "
+        "provider and where the model came from, and the overnight that created it (written once)",
+    ),
+    ("spec.json", "the validated spec the run uses (a resume may raise its budgets)"),
+    (
+        "checkpoint.json",
+        "the state, framed with a SHA-256 and a schema version, replaced "
+        "atomically at every checkpoint",
+    ),
+    (
+        "checkpoint.journal",
+        "the lines written between two checkpoints, each framed and checksummed",
+    ),
+    (
+        "spend.jsonl",
+        "the money journal: every reservation (fsync'd before its call) and what "
+        "each attempt was booked at",
+    ),
+    ("trace.jsonl", "one line per model call, tool call and decision"),
+    (
+        "answers.jsonl",
+        "every model answer in full, with the request it answered: what "
+        "`overnight replay` answers from",
+    ),
+    (
+        "outage.json",
+        "the model outage going on now, while a call is being retried (removed "
+        "once a call gets through)",
+    ),
+    ("result.json", "the terminal result, once the run has ended"),
+    ("history/", "the results of earlier endings of a resumed run (`result-1.json`, ...)"),
+    ("report.html", "the morning report, once `overnight report RUN --html` has run"),
+    ("pull-request.md", "the pull request's body, once `overnight pr RUN` has run"),
+    ("effects.sqlite", "the effects ledger, unless `[effects] database` names a shared one"),
+    (
+        "artifacts/",
+        "command and verify logs, long outputs, patches of parked tasks (referenced by path)",
+    ),
+    (
+        "worktree/",
+        "the git worktree on `overnight/<run-id>` (removed once the night has ended "
+        "and cannot be resumed; the branch stays)",
+    ),
+    (
+        "checkout/",
+        "the clean checkout of the commit being judged, where verify and the goal predicate run",
+    ),
+    (
+        "lock",
+        "held by the process driving the run; the kernel releases it when that process "
+        "dies, kill -9 included",
+    ),
+    ("command.pgid", "the process group of the command running now (gone between commands)"),
+    (
+        ".disk-reserve",
+        "one megabyte set aside at the start and freed if the disk fills, so "
+        "that result.json can still be written",
+    ),
+)
+
 
 def overnight_home() -> Path:
     """``$OVERNIGHT_HOME``, default ``~/.overnight``: where runs and the review queue live."""
