@@ -1,5 +1,5 @@
 """The embedding API: ``overnight.run`` / ``overnight.resume`` as a program would call them,
-including the README's own example, run as written."""
+including the docs' own example (docs/guides/embedding.md), run as written."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import overnight
 from overnight.testing import ScriptedModel
 from tests.helpers.nights import command_task, git, make_repo, spec_data, write_spec
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+EMBEDDING = Path(__file__).resolve().parents[2] / "docs" / "guides" / "embedding.md"
 
 
 def night_toml(tmp_path: Path, **kwargs: Any) -> Path:
@@ -121,18 +121,17 @@ def test_signals_from_another_thread_drain_the_night(tmp_path: Path) -> None:
     assert len(result.plan.done) < 20
 
 
-def test_the_readme_embedding_example_runs_as_written(
+def test_the_docs_embedding_example_runs_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    text = README.read_text()
-    section = text[text.index("## Embedding") :]
-    code = re.search(r"```python\n(.*?)```", section, re.S)
+    text = EMBEDDING.read_text()
+    code = re.search(r"```python\n(.*?)```", text, re.S)
     assert code is not None
     lines = code.group(1).strip().splitlines()
     assert len(lines) <= 15
     night_toml(tmp_path)
     monkeypatch.chdir(tmp_path)
-    exec(compile(code.group(1), "README.md", "exec"), {})
+    exec(compile(code.group(1), str(EMBEDDING), "exec"), {})
     out = capsys.readouterr().out.splitlines()
     assert out[:3] == ["t0 done", "t1 done", "t2 done"]
     assert out[3].startswith("GOAL_MET 0 [")

@@ -13,14 +13,16 @@ from pathlib import Path
 import pytest
 
 from overnight.cli.init import find_predicate
+from overnight.config.spec_schema import shipped_schema_path
 from tests.helpers.nights import command_task, git, make_repo, spec_data, write_spec
 from tests.helpers.project import (
     GOAL,
+    SCRIPTED_PAGE,
     branches,
     calc_repo,
+    doc_block,
     home,
     overnight,
-    readme_block,
     worktrees,
 )
 from tests.helpers.sandbox import require_bwrap
@@ -50,7 +52,9 @@ def test_init_writes_a_spec_check_accepts_and_its_scripted_night_fixes_the_bug(
     for check in CHECKS:
         assert line(done.stdout, check).startswith("ok "), done.stdout
     assert "not met" in line(done.stdout, "predicate")
-    spec = tomllib.loads((repo / "night.toml").read_text())
+    text = (repo / "night.toml").read_text()
+    assert text.startswith(f"#:schema {shipped_schema_path().as_uri()}\n")  # Taplo reads it
+    spec = tomllib.loads(text)
     assert spec["goal"] == GOAL
     assert spec["predicate"]["command"] == "python -m pytest -q"
     assert spec["model"] == {"provider": "script", "script": "turns.toml", "name": "scripted"}
@@ -59,8 +63,9 @@ def test_init_writes_a_spec_check_accepts_and_its_scripted_night_fixes_the_bug(
     assert (repo / "turns.toml").exists()
     assert_nothing_written(repo)
 
-    # The script of the README's example: a plan of one task, and turns that fix the bug.
-    (repo / "turns.toml").write_text(readme_block("`turns.toml`:"))
+    # The script of the docs' example (A scripted model): a plan of one task, and turns that
+    # fix the bug.
+    (repo / "turns.toml").write_text(doc_block(SCRIPTED_PAGE, "`turns.toml`:"))
     checked = overnight("check", str(repo / "night.toml"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "1 plan, 4 execute, 1 drift, 1 summarize" in line(checked.stdout, "model")
@@ -81,11 +86,11 @@ def test_init_writes_a_spec_check_accepts_and_its_scripted_night_fixes_the_bug(
     assert result["budgets"]["cost_usd"]["used"] == 0.0
 
 
-def test_the_readme_example_spec_passes_check(tmp_path: Path) -> None:
+def test_the_docs_example_spec_passes_check(tmp_path: Path) -> None:
     require_bwrap()
     repo = calc_repo(tmp_path / "calc")
-    (repo / "night.toml").write_text(readme_block("`night.toml`:\n"))
-    (repo / "turns.toml").write_text(readme_block("`turns.toml`:"))
+    (repo / "night.toml").write_text(doc_block(SCRIPTED_PAGE, "`night.toml`:\n"))
+    (repo / "turns.toml").write_text(doc_block(SCRIPTED_PAGE, "`turns.toml`:"))
     done = overnight("check", str(repo / "night.toml"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "estimate" in done.stdout and "skipped" not in done.stdout
@@ -252,7 +257,7 @@ def test_check_names_a_program_missing_from_path_and_exits_3(tmp_path: Path) -> 
 
 def test_check_refuses_a_budget_under_the_estimate(tmp_path: Path) -> None:
     repo = calc_repo(tmp_path / "calc")
-    (tmp_path / "turns.toml").write_text(readme_block("`turns.toml`:"))
+    (tmp_path / "turns.toml").write_text(doc_block(SCRIPTED_PAGE, "`turns.toml`:"))
     data = spec_data(repo, usd=0.5, predicate="python -m pytest -q", sandbox={"mode": "off"})
     data["model"] = {"provider": "script", "script": "turns.toml", "name": "scripted"}
     data["prices"] = {"scripted": {"input": 5.0, "output": 25.0}}

@@ -11,7 +11,10 @@ from pathlib import Path
 
 from tests.helpers.nights import cli_env, git, make_repo
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+#: The docs site's pages (mkdocs.yml): where the examples a test runs as written live.
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+#: The page of the scripted model's complete example (its night.toml and turns.toml).
+SCRIPTED_PAGE = "guides/scripted-model.md"
 
 GOAL = "Make every test pass without editing the tests."
 
@@ -60,10 +63,11 @@ def worktrees(repo: Path) -> int:
     return len(git(repo, "worktree", "list", "--porcelain").split("\n\n"))
 
 
-def readme_block(after: str, lang: str = "toml") -> str:
-    """The first fenced ``lang`` block of the README after the line ``after``."""
-    text = README.read_text(encoding="utf-8")
+def doc_block(page: str, after: str, lang: str = "toml") -> str:
+    """The first fenced ``lang`` block of the docs page ``page`` (under docs/) after the line
+    ``after``."""
+    text = (DOCS / page).read_text(encoding="utf-8")
     start = text.index(after)
     found = re.search(rf"```{lang}\n(.*?)```", text[start:], re.DOTALL)
-    assert found is not None, f"no {lang} block after {after!r} in the README"
+    assert found is not None, f"no {lang} block after {after!r} in docs/{page}"
     return found.group(1)

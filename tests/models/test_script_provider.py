@@ -1,7 +1,7 @@
 """The ``script`` provider: its file checked when the spec is loaded (a bad one names the file,
 the turn and the field, exit 64, nothing written), its answers given in order per purpose and
-billed like a provider's, and what it answers once a purpose's turns run out. Also the README's
-example of a ``python`` model, asked as the harness asks it."""
+billed like a provider's, and what it answers once a purpose's turns run out. Also the docs'
+example of a ``python`` model (guides/models.md), asked as the harness asks it."""
 
 from __future__ import annotations
 
@@ -27,7 +27,15 @@ from overnight.night.harness_requests import (
     summary_request,
 )
 from tests.helpers.nights import spec_data, write_spec
-from tests.helpers.project import GOAL, branches, calc_repo, home, overnight, readme_block
+from tests.helpers.project import (
+    GOAL,
+    SCRIPTED_PAGE,
+    branches,
+    calc_repo,
+    doc_block,
+    home,
+    overnight,
+)
 from tests.helpers.toml import dumps
 
 PLAN = {
@@ -160,7 +168,7 @@ input = { path = "x", content = "y" }
 
 
 def test_script_belongs_to_the_script_provider(tmp_path: Path) -> None:
-    spec = load_spec(script_spec(tmp_path, "turns.toml", readme_block("`turns.toml`:")))
+    spec = load_spec(script_spec(tmp_path, "turns.toml", doc_block(SCRIPTED_PAGE, "`turns.toml`:")))
     assert spec.model is not None
     check_model_settings(spec.model)
     other = spec.model.model_copy(update={"provider": "anthropic"})
@@ -263,7 +271,7 @@ def test_what_each_purpose_answers_once_its_turns_run_out() -> None:
 
 
 def test_the_spec_builds_a_script_model(tmp_path: Path) -> None:
-    spec = load_spec(script_spec(tmp_path, "turns.toml", readme_block("`turns.toml`:")))
+    spec = load_spec(script_spec(tmp_path, "turns.toml", doc_block(SCRIPTED_PAGE, "`turns.toml`:")))
     assert spec.model is not None
     client = build_client(spec.model)
     answer = client.complete(plan_request("scripted", 4096, GOAL, ["python -m pytest"]))
@@ -272,9 +280,14 @@ def test_the_spec_builds_a_script_model(tmp_path: Path) -> None:
     assert Script.model_validate({}).turns("execute") == []
 
 
-def test_the_readme_python_model_answers_every_purpose() -> None:
+def test_the_docs_python_model_answers_every_purpose() -> None:
     namespace: dict[str, Any] = {}
-    exec(readme_block('## Your own model in Python: `provider = "python"`', "python"), namespace)
+    exec(
+        doc_block(
+            "guides/models.md", '## Your own model in Python: `provider = "python"`', "python"
+        ),
+        namespace,
+    )
     answer = namespace["answer"]
     asked = {
         "plan": (plan_request("m", 4096, GOAL, ["python -m pytest"]), PlanAnswer, PLAN_TOOL),
@@ -290,7 +303,7 @@ def test_the_readme_python_model_answers_every_purpose() -> None:
 
 def test_a_scripted_night_is_metered_at_its_prices(tmp_path: Path) -> None:
     repo = calc_repo(tmp_path / "repo")
-    (tmp_path / "turns.toml").write_text(readme_block("`turns.toml`:"))
+    (tmp_path / "turns.toml").write_text(doc_block(SCRIPTED_PAGE, "`turns.toml`:"))
     data = spec_data(repo, predicate="python -m pytest -q")
     data["model"] = {"provider": "script", "script": "turns.toml", "name": "scripted"}
     data["prices"] = {"scripted": {"input": 5.0, "output": 25.0}}

@@ -26,7 +26,16 @@ from overnight.night.plugins import (
     read_config,
 )
 from tests.helpers.nights import command_task, git, make_repo, spec_data, write_spec
-from tests.helpers.project import CALC, GOAL, branches, home, overnight, readme_block, worktrees
+from tests.helpers.project import (
+    CALC,
+    GOAL,
+    SCRIPTED_PAGE,
+    branches,
+    doc_block,
+    home,
+    overnight,
+    worktrees,
+)
 from tests.helpers.sandbox import require_bwrap
 
 #: The most common configuration there is, and an async suite run in auto mode.
@@ -126,7 +135,7 @@ def test_init_writes_the_plugins_and_its_night_starts_and_ends_met(tmp_path: Pat
     assert "ok" in said.split()[:2] and "failed: tests/test_ops.py::test_add" in said, said
     assert "note:" not in said
 
-    (repo / "turns.toml").write_text(readme_block("`turns.toml`:"))
+    (repo / "turns.toml").write_text(doc_block(SCRIPTED_PAGE, "`turns.toml`:"))
     night = overnight("run", str(repo / "night.toml"), "--quiet")
     assert night.returncode == 0, night.stdout + night.stderr
     (result_path,) = home().glob("runs/*/result.json")

@@ -706,10 +706,9 @@ def test_kill_9_between_intent_and_answer_then_resume_never_does_the_effect_twic
 # --------------------------------------------------------------------------- the extra
 
 
-def test_the_readme_example_is_a_valid_entry() -> None:
-    text = (ROOT / "README.md").read_text()
-    section = text.split("## MCP tool servers", 1)[1]
-    block = section.split("```toml", 1)[1].split("```", 1)[0]
+def test_the_docs_example_is_a_valid_entry() -> None:
+    text = (ROOT / "docs" / "guides" / "mcp.md").read_text()
+    block = text.split("```toml", 1)[1].split("```", 1)[0]
     import tomllib
 
     [entry] = ToolsSpec.model_validate(tomllib.loads(block)["tools"]).mcp
