@@ -63,6 +63,11 @@ LAYOUT: tuple[tuple[str, str], ...] = (
         "the model outage going on now, while a call is being retried (removed "
         "once a call gets through)",
     ),
+    (
+        "gates.json",
+        "the findings of the spec's [[gates]] on the base commit and on each landed commit "
+        "(only when the spec has gates)",
+    ),
     ("result.json", "the terminal result, once the run has ended"),
     ("history/", "the results of earlier endings of a resumed run (`result-1.json`, ...)"),
     ("report.html", "the morning report, once `overnight report RUN --html` has run"),
