@@ -48,6 +48,9 @@ class RealRepoNight:
         self.tmp = tmp
         self.with_setup = True
         self.with_plugins = True
+        #: ``[[gates]]`` of the spec, and how often a task whose change they refuse is retried
+        self.gates: list[dict[str, Any]] = []
+        self.retries = 0
         self.repo = unpack(package, tmp / "repo")
         message = f"{package.name} {package.version} as released"
         if package.config:
@@ -118,7 +121,8 @@ class RealRepoNight:
             },
             "prices": FAKE_PRICES,
             "tools": {"allow": TOOLS, "commands": commands},
-            "run": {"retries": 0, "replan": False},
+            "run": {"retries": self.retries, "replan": False},
+            **({"gates": self.gates} if self.gates else {}),
             "agent": {"max_calls": 30},
             "tasks": [
                 {
