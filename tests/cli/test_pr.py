@@ -16,8 +16,11 @@ from markdown_it.token import Token
 
 from overnight.cli.main import main
 from overnight.messages.types import ModelRequest
+from overnight.report.facts import GATES_SAID
 from overnight.testing import text_answer, tool_answer, usage_dict
 from tests.helpers.nights import command_task, git, make_repo, spec_data, write_spec
+from tests.report.runs import FORMAT_GATE, RUFF_GATE, UNREADABLE_GATE, gates_night
+from tests.report.test_gates import FORMAT_LINE, JUDGED_NOTHING, RUFF_LINE
 
 #: The closing summary the model writes: every kind of markup a reviewer must not see rendered.
 SUMMARY = (
@@ -273,3 +276,42 @@ def test_without_a_remote_the_body_is_written_and_adding_one_is_said(
     assert "has no remote 'origin'" in err and "remote add origin URL" in err
     assert "git push" not in out + err
     assert calls(record) == []  # gh was not asked to open what cannot be pushed
+
+
+def gates_body(tmp_path: Path, capsys: pytest.CaptureFixture[str], gates: list[Any]) -> str:
+    """The body ``overnight pr`` writes for a night whose fix landed, judged by ``gates``."""
+    run_dir = gates_night(tmp_path, gates)
+    code, _, err = cli(capsys, "pr", run_dir)
+    assert code == 0, err
+    return (run_dir / "pull-request.md").read_text()
+
+
+def test_the_body_says_each_gates_counts_before_the_tasks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = gates_body(tmp_path, capsys, [RUFF_GATE, FORMAT_GATE])
+    assert f"### Gates\n\n{GATES_SAID}\n\n- {RUFF_LINE}\n- {FORMAT_LINE}\n" in body
+    found = tokens(body)
+    headings = [found[i + 1].content for i, t in enumerate(found) if t.type == "heading_open"]
+    assert headings[:2] == ["Gates", "Verified tasks (1)"]
+    assert "ruff-format" in [t.content for t in found if t.type == "code_inline"]
+
+
+def test_a_gate_that_could_not_read_the_base_commit_judged_nothing_in_the_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    body = gates_body(tmp_path, capsys, [UNREADABLE_GATE])
+    [line] = [line for line in body.splitlines() if line.startswith("- `lint-json`")]
+    assert line.startswith(f"- `lint-json`: {JUDGED_NOTHING}: `ruff-json: expected ")
+    assert "no JSON here" in line and "new" not in line
+
+
+def test_a_night_without_gates_has_no_gates_in_the_body(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = landed_night(tmp_path, capsys)
+    assert json.loads((run_dir / "result.json").read_text())["gates"] == []
+    code, _, err = cli(capsys, "pr", run_dir)
+    assert code == 0, err
+    body = (run_dir / "pull-request.md").read_text()
+    assert "### Gates" not in body and GATES_SAID not in body and "finding(s)" not in body

@@ -3,8 +3,9 @@ whose setup.cfg configures flake8 (its base commit already has flake8 findings),
 python-multipart, whose pyproject.toml configures ruff, ruff format and mypy in strict mode.
 A correct fix lands; the same fix with a line the linter rejects is retried with the rule in
 the next attempt's brief and then parked naming it; a fix that also rewrites the linter's
-configuration to silence the rule is refused (the tool's config files are protected); a fix written unformatted, or one that adds a
-type error, is parked naming what the formatter or mypy said."""
+configuration to silence the rule is refused (the tool's config files are protected); a fix
+written unformatted, or one that adds a type error, is parked naming what the formatter or
+mypy said."""
 
 from __future__ import annotations
 

@@ -3,12 +3,16 @@
 ``full_night``: verified, parked and pruned tasks, two drift checks, lessons, external effects,
 spend spread over time and untrusted text (a task title, verifier output, effect arguments,
 a lesson and the model's summary all carry markup). ``budget_night``: ends
-BUDGET_EXHAUSTED:money with a task left in flight and a refused call.
+BUDGET_EXHAUSTED:money with a task left in flight and a refused call. ``gates_night``: one fix
+lands, judged by the repository's own checks (a real ruff and its formatter, or a gate whose
+output cannot be read).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,7 +24,7 @@ from overnight.core.tasks import Task
 from overnight.messages.types import ModelRequest
 from overnight.seams import ExecContext, ExecResult
 from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, usage_dict
-from overnight.testing.fakes import advance, model_call
+from overnight.testing.fakes import advance, model_call, write_file
 from tests.helpers.nights import make_repo, make_spec, run_night
 
 EVIL_TITLE = "<script>alert(1)</script>"
@@ -28,6 +32,22 @@ EVIL_VERIFY_OUTPUT = "<img src=x onerror=alert(2)>"
 EVIL_LESSON = "wrap <b>bold</b> output in a <pre> block before comparing"
 EVIL_SUMMARY = "Closing note <script>alert(3)</script> & done."
 PARKED_REASON = "not done after 1 attempt(s)"
+
+PY = shlex.quote(sys.executable)
+#: The gates of ``gates_night``: ruff finds 3 unused imports on its base commit and 1 after
+#: the fix; its formatter would rewrite 2 files of the base commit and 1 after it.
+RUFF_GATE = {"name": "ruff", "command": f"{PY} -m ruff check --output-format=json --no-cache ."}
+FORMAT_GATE = {
+    "name": "ruff-format",
+    "command": f"{PY} -m ruff format --no-cache .",
+    "kind": "format",
+}
+#: A gate whose output its reader cannot read: it judges nothing.
+UNREADABLE_GATE = {
+    "name": "lint-json",
+    "command": f"{PY} -c \"print('no JSON here')\"",
+    "reader": "ruff-json",
+}
 
 VERIFIED = ["a01", "a02", "a04", "a07", "a08"]
 PARKED = ["a03"]
@@ -129,4 +149,39 @@ def budget_night(base: Path) -> Path:
     rd, _ = run_night(
         spec, base / "run", model=ScriptedModel(execute=spend_it_all), executor=executor
     )
+    return rd.path
+
+
+def gates_night(base: Path, gates: list[dict[str, Any]], *, lands: bool = True) -> Path:
+    """One task fixes ``calc.py``, drops two of ``old.py``'s three unused imports and formats
+    one of the two unformatted files; judged by ``gates``, it lands (unless not ``lands``: then
+    its fix imports what it does not use, and it is parked)."""
+    repo = make_repo(
+        base / "repo",
+        {
+            "calc.py": "def add(a, b):\n    return a - b\n",
+            "old.py": "import json\nimport os\nimport sys\n\n\ndef f():\n    return 1\n",
+            "messy.py": "def g( x ):\n  return x\n",
+            "untidy.py": "def h( y ):\n  return y\n",
+            "ruff.toml": '[lint]\nselect = ["F"]\n',
+        },
+    )
+    verify = f'{PY} -c "import calc, sys; sys.exit(calc.add(2, 2) != 4)"'
+    fix = [
+        write_file(
+            "calc.py", ("" if lands else "import re\n\n\n") + "def add(a, b):\n    return a + b\n"
+        ),
+        write_file("old.py", "import os\n\n\ndef f():\n    return 1\n"),
+        write_file("untidy.py", "def h(y):\n    return y\n"),
+    ]
+    spec = make_spec(
+        repo,
+        predicate=verify,
+        tasks=[
+            {"id": "fix", "title": "fix add", "brief": "fix add", "verify": verify, "retries": 0}
+        ],
+        gates=gates,
+    )
+    executor = ScriptedExecutor({"fix": fix})
+    rd, _ = run_night(spec, base / "run", model=ScriptedModel(), executor=executor)
     return rd.path

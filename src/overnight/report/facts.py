@@ -26,6 +26,7 @@ from overnight.report.view import (
     DriftFacts,
     DriftRow,
     EffectRow,
+    GateRow,
     GoalFacts,
     Headline,
     MarkKind,
@@ -44,6 +45,7 @@ from overnight.report.view import (
 )
 from overnight.store.result import (
     BudgetBlock,
+    GateBlock,
     PredicateBlock,
     ResultWarning,
     TerminalResult,
@@ -231,6 +233,51 @@ def automation_landed(r: TerminalResult) -> list[AutomationLanded]:
     return [AutomationLanded(v.id, list(v.automation)) for v in r.verified if v.automation]
 
 
+GATES_SAID = (
+    "The gates, the repository's own checks, ran on the base commit and on each change "
+    "before it landed; a change that adds a finding does not land."
+)
+
+#: New findings of a gate listed on the report's first screen (result.json keeps them all).
+#: What landed has none; a longer list would push the verdict off the screen.
+GATE_NEW_LISTED = 10
+
+
+def gate_said(g: GateBlock, landed: bool) -> str:
+    """A gate's counts in one line, ``landed`` saying whether any commit landed (without one,
+    the count after the night's commits is the base's again and says nothing)."""
+    if g.unreadable.strip():
+        return "judged nothing: its output on the base commit could not be read"
+    unit = "file(s) not formatted" if g.kind == "format" else "finding(s)"
+    on_base = f"{g.base} {unit} on the base commit"
+    if not landed and not g.new and g.landed == g.base:
+        return f"{on_base}; no commit landed"
+    return f"{on_base}, {g.landed} after the night's commits, {len(g.new)} new, {g.removed} removed"
+
+
+def gate_rows(r: TerminalResult) -> list[GateRow]:
+    """Each gate's counts and new findings, for the report's first screen. Texts from the
+    run are one line each, so that none can add a row or a heading to the report."""
+    landed = any(v.commit for v in r.verified)
+    rows = []
+    for g in r.gates:
+        new = [line for line in (" ".join(t.split()) for t in g.new) if line]
+        rows.append(
+            GateRow(
+                name=g.name,
+                kind=g.kind,
+                said=gate_said(g, landed),
+                unreadable=" ".join(g.unreadable.split()),
+                new=new[:GATE_NEW_LISTED],
+                new_unlisted=max(0, len(new) - GATE_NEW_LISTED),
+                base=g.base,
+                landed=g.landed,
+                removed=g.removed,
+            )
+        )
+    return rows
+
+
 def predicate_state(p: PredicateBlock) -> str:
     """``passed`` or ``not passed (...)``, with what it was judged on."""
     if p.evidence == "tests":
@@ -371,6 +418,8 @@ def _headline(r: TerminalResult) -> Headline:
         banner=sandbox_banner(r),
         automation=automation_landed(r),
         automation_said=AUTOMATION_LANDED if automation_landed(r) else "",
+        gates=gate_rows(r),
+        gates_said=GATES_SAID if r.gates else "",
     )
 
 

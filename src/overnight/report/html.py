@@ -17,6 +17,7 @@ from overnight.report.view import (
     BudgetRow,
     DriftFacts,
     EffectRow,
+    GateRow,
     GoalFacts,
     Headline,
     Pair,
@@ -56,6 +57,9 @@ header.outcome-FAILURE { border-left-color: var(--bad); }
 .automation { margin: 0 0 10px; padding: 8px 12px; border-radius: 6px;
   border: 2px solid var(--warn); }
 .automation p, .automation ul { margin: 0; }
+.gates { margin: 10px 0 0; }
+.gates h3 { margin: 0 0 4px; }
+.gates p, .gates ul { margin: 0; }
 .kicker, .muted, .legend { color: var(--muted); }
 .kicker { margin: 0; font-size: 13px; }
 .badge { display: inline-block; font-size: 14px; font-weight: 600; padding: 2px 10px;
@@ -155,6 +159,12 @@ def _verdict(f: ReportFacts) -> str:
             "the closing summary included"
         )
     )
+    gates = (
+        f'<div class="gates" id="gates"><h3>Gates</h3><p class="muted">{e(h.gates_said)}</p>'
+        f"<ul>{''.join(_gate(g) for g in h.gates)}</ul></div>"
+        if h.gates
+        else ""
+    )
     sent = ""
     if h.alerts_sent:
         items = "".join(f"<li>{_pairs(a)}</li>" for a in h.alerts_sent)
@@ -183,7 +193,21 @@ def _verdict(f: ReportFacts) -> str:
         f"</span></h1>"
         f'<p class="why">{e(h.why)}</p>'
         f'<dl class="facts">{dl}</dl>'
-        f'<p class="glance">{glance}</p>{sent}</header>'
+        f'<p class="glance">{glance}</p>{gates}{sent}</header>'
+    )
+
+
+def _gate(g: GateRow) -> str:
+    """A gate's counts, with why it judged nothing or the new findings it found, if any."""
+    if g.unreadable:
+        said = f"{e(g.said)}: <code>{e(g.unreadable)}</code>"
+    else:
+        new = "".join(f"<li>new: <code>{e(found)}</code></li>" for found in g.new)
+        if g.new_unlisted:
+            new += f"<li>and {g.new_unlisted} more new (result.json lists them all)</li>"
+        said = f"{e(g.said)}." + (f"<ul>{new}</ul>" if new else "")
+    return (
+        f'<li data-gate="{e(g.name)}" data-kind="{e(g.kind)}"><code>{e(g.name)}</code>: {said}</li>'
     )
 
 

@@ -7,11 +7,26 @@ from __future__ import annotations
 
 from overnight.core.text import md_code, md_escape, md_fence, printable
 from overnight.report.facts import ReportExtras, report_facts
-from overnight.report.view import BudgetRow, ReportFacts, SpendFacts
+from overnight.report.view import BudgetRow, GateRow, ReportFacts, SpendFacts
 from overnight.store.result import TerminalResult
 
 #: Up to this many model calls, the spend curve is listed point by point.
 CURVE_POINTS_LISTED = 30
+
+
+def gate_lines(gates: list[GateRow]) -> list[str]:
+    """One list item per gate, its new findings (if any) under it; the pull request's body
+    lists them the same way."""
+    out = []
+    for g in gates:
+        if g.unreadable:
+            out.append(f"- {md_code(g.name)}: {g.said}: {md_code(g.unreadable)}")
+            continue
+        out.append(f"- {md_code(g.name)}: {g.said}.")
+        out.extend(f"  - new: {md_code(found)}" for found in g.new)
+        if g.new_unlisted:
+            out.append(f"  - and {g.new_unlisted} more new (result.json lists them all)")
+    return out
 
 
 def _budget_row(row: BudgetRow) -> str:
@@ -83,6 +98,11 @@ def render_markdown_facts(f: ReportFacts) -> str:
         out.append("")
     out.append(f"Goal: {md_escape(f.goal.text)}")
     out.append("")
+    if h.gates:
+        out.append(h.gates_said)
+        out.append("")
+        out.extend(gate_lines(h.gates))
+        out.append("")
     out.append("## Summary")
     out.append("")
     money_note = (

@@ -1,10 +1,11 @@
 """The pull request a night proposes: a title and a Markdown body from its terminal result.
 
 The body lays out the report's facts (``overnight.report.facts``), each verified task's verify
-command and what an audit of the run's records found. As in the report, nothing the model or
-its commands wrote is markup: titles, reasons, verifier output, verify commands it planned and
-its summary are code spans or fenced blocks (``overnight.core.text``), so that a summary
-cannot add a heading, a link, a table or HTML to the page a reviewer reads.
+command, the gates' counts as the report words them, and what an audit of the run's records
+found. As in the report, nothing the model or its commands wrote is markup: titles, reasons,
+verifier output, gate findings, verify commands it planned and its summary are code spans or
+fenced blocks (``overnight.core.text``), so that a summary cannot add a heading, a link, a
+table or HTML to the page a reviewer reads.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 
 from overnight.core.text import ELLIPSIS, md_code, md_escape, md_fence, one_line, printable
 from overnight.report.facts import fmt_share, fmt_usd, report_facts
+from overnight.report.markdown import gate_lines
 from overnight.report.view import ParkedRow, VerifiedRow
 from overnight.store.result import TerminalResult
 
@@ -141,6 +143,13 @@ def pr_body(r: TerminalResult, verifies: Mapping[str, str], audit: AuditSaid) ->
         for landed in h.automation:
             paths = ", ".join(md_code(path) for path in landed.paths)
             out.append(f"- {md_code(landed.task)}: {paths}")
+        out.append("")
+    if h.gates:  # whether the change passes the repository's own checks: before the tasks
+        out.append("### Gates")
+        out.append("")
+        out.append(h.gates_said)
+        out.append("")
+        out.extend(gate_lines(h.gates))
         out.append("")
     out.append(f"### Verified tasks ({len(t.verified)})")
     out.append("")

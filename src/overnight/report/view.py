@@ -38,6 +38,28 @@ class AutomationLanded:
 
 
 @dataclass(frozen=True)
+class GateRow:
+    """One of the repository's own checks (``[[gates]]``), as the night judged by it."""
+
+    name: str
+    kind: Literal["findings", "format"] = field(metadata=PAGE_ONLY)
+    """``findings``, or ``format`` (its findings are the files it would rewrite)."""
+    said: str
+    """Its counts in words: on the base commit, after the night's commits, new and removed;
+    or that it judged nothing, its output on the base commit being unreadable."""
+    unreadable: str
+    """Why its output on the base commit could not be read; empty when it could."""
+    new: list[str]
+    """The findings of what landed that the base commit does not have, as many as are
+    listed (none, for anything the harness landed)."""
+    new_unlisted: int
+    """The new findings left out of ``new`` (result.json lists them all)."""
+    base: int
+    landed: int
+    removed: int
+
+
+@dataclass(frozen=True)
 class Headline:
     run_id: str
     ending: str
@@ -62,6 +84,10 @@ class Headline:
     """Landed changes to what runs by itself (``[predicate] allow_automation``), per task."""
     automation_said: str = ""
     """What they are, as a sentence; empty when none landed."""
+    gates: list[GateRow] = field(default_factory=list)
+    """The repository's own checks, in the spec's order; empty for a spec without gates."""
+    gates_said: str = ""
+    """What the gates are and what they held back, as a sentence; empty without gates."""
 
 
 @dataclass(frozen=True)
