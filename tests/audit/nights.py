@@ -4,20 +4,23 @@ git, and the tampering a forger would do to their files afterwards."""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 from overnight.audit.findings import Audit
 from overnight.audit.run import audit_run
 from overnight.clock import FakeClock
+from overnight.config.spec import parse_spec
 from overnight.core.tasks import Task
 from overnight.messages.types import ModelRequest
 from overnight.night.signals import Signals
 from overnight.seams import ExecContext, ExecResult
 from overnight.testing import ScriptedExecutor, ScriptedModel, text_answer, usage_dict
 from overnight.testing.fakes import advance, model_call
-from tests.helpers.nights import command_task, git, make_repo, make_spec, run_night
+from tests.helpers.nights import command_task, git, make_repo, make_spec, run_night, spec_data
 
 BASE_FILES = {
     "README.md": "a repository\n",
@@ -181,6 +184,55 @@ def ending_night(base: Path, ending: str) -> Path:
     return rd.path
 
 
+PY = shlex.quote(sys.executable)
+RUFF = f"{PY} -m ruff check --output-format=json --no-cache --no-fix ."
+RUFF_FORMAT = f"{PY} -m ruff format --no-cache ."
+#: A ruff gate and a ruff format gate, in this order.
+GATES = [
+    {"name": "ruff", "command": RUFF},
+    {"name": "ruff-format", "command": RUFF_FORMAT, "kind": "format"},
+]
+GOOD = "def add(a, b):\n    return a + b\n"
+UNUSED_IMPORT = "import sys\n\n\n" + GOOD
+GATED_FILES = {
+    "calc.py": "def add(a, b):\n    return a - b\n",
+    "old.py": "import os\n\n\ndef f():\n    return 1\n",
+    "messy.py": "def g( x ):\n  return x\n",
+    "ruff.toml": '[lint]\nselect = ["F"]\n',
+}
+
+
+def fix_by_attempt(task: Task, ctx: ExecContext) -> None:
+    """The first attempt fixes ``add`` and adds an unused import (the ruff gate refuses it),
+    the second only fixes ``add``."""
+    (ctx.workdir / "calc.py").write_text(UNUSED_IMPORT if ctx.attempt == 1 else GOOD)
+
+
+def gates_night(
+    base: Path, gates: list[dict[str, Any]] | None = None, *, retried: bool = True
+) -> Path:
+    """GOAL_MET through ``gates`` (default ``GATES``), on real git and a real ruff: at the base
+    ruff finds an unused import in ``old.py`` and the formatter rewrites ``messy.py``; the
+    task's first attempt adds a finding and is retried, its second lands (``retried``: else
+    the first lands, when no gate judges it)."""
+    repo = make_repo(base / "repo", GATED_FILES)
+    verify = f'{PY} -c "import calc, sys; sys.exit(calc.add(2, 2) != 4)"'
+    data = spec_data(
+        repo,
+        predicate=verify,
+        tasks=[{"id": "fix", "brief": "fix add", "verify": verify, "retries": 1}],
+        gates=GATES if gates is None else gates,
+        run={"replan": False},
+    )
+    spec = parse_spec(data, repo)
+    executor = ScriptedExecutor({"fix": [fix_by_attempt]})
+    rd, result = run_night(spec, base / "run", model=ScriptedModel(), executor=executor)
+    assert result.stop_reason == "GOAL_MET", result.model_dump_json(indent=1)[-3000:]
+    attempts = executor.executed
+    assert attempts == ([("fix", 1), ("fix", 2)] if retried else [("fix", 1)]), attempts
+    return rd.path
+
+
 # -- what a forger does afterwards -----------------------------------------------------------
 
 
@@ -216,6 +268,15 @@ def commit_on_branch(run: Path, files: dict[str, str], message: str) -> str:
     git(worktree, "add", "-A")
     git(worktree, "commit", "-q", "-m", message)
     return git(worktree, "rev-parse", "HEAD")
+
+
+def gates_of(run: Path) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((run / "gates.json").read_text())
+    return data
+
+
+def rewrite_gates(run: Path, data: dict[str, Any]) -> None:
+    (run / "gates.json").write_text(json.dumps(data, indent=2))
 
 
 def audited(run: Path, *, rerun: bool = True) -> Audit:

@@ -13,7 +13,7 @@ EXIT_AGREES = 0
 EXIT_DISAGREES = 3
 
 Verdict = Literal["ok", "DISAGREES"]
-Concern = Literal["run", "stop", "money", "work", "effects"]
+Concern = Literal["run", "stop", "money", "work", "gates", "effects"]
 
 
 class AuditCheck(BaseModel):

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from overnight.audit.effects import effects_check
 from overnight.audit.findings import Audit, AuditCheck, Recomputed, check
+from overnight.audit.gate_runs import gate_checks
 from overnight.audit.inputs import Unreadable, check_run_dir, read_run
 from overnight.audit.money import money_checks, reprice
 from overnight.audit.stop import (
@@ -63,6 +64,7 @@ def audit_run(path: Path, *, rerun: bool = True) -> Audit:
     checks += money_checks(files, money)
     work, commits = work_checks(files, rerun=rerun)
     checks += work
+    checks += gate_checks(files)
     checks.append(effects_check(files))
     recomputed = Recomputed(
         stop_reason=stop_reason,

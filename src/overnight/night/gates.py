@@ -263,9 +263,14 @@ class Gates:
         try:
             found = read_findings(gate.reads_with(), output, result.exit_code, str(where))
         except FindingsUnreadable as exc:
-            return GateRun(gate=gate.name, commit=commit, raw=log, unreadable=str(exc)[:1000])
+            why = str(exc)[:1000]
+            return GateRun(
+                gate=gate.name, commit=commit, raw=log, exit_code=result.exit_code, unreadable=why
+            )
         rows = [FoundRow.of(f) for f in found]
-        return GateRun(gate=gate.name, commit=commit, findings=rows, raw=log)
+        return GateRun(
+            gate=gate.name, commit=commit, findings=rows, raw=log, exit_code=result.exit_code
+        )
 
     def _formatted(
         self,
@@ -280,7 +285,7 @@ class Gates:
         """A format gate's findings: each tracked file its command rewrote."""
         if exit_code != 0:
             why = f"`{gate.command}` exited {exit_code}: it did not format the tree"
-            return GateRun(gate=gate.name, commit=commit, unreadable=why)
+            return GateRun(gate=gate.name, commit=commit, exit_code=exit_code, unreadable=why)
         rewritten = rewritten_files(files, before, tree_hashes(where, files))
         raw = self.log_name(f"{stem}.gate.{gate_slug(gate.name)}", ".rewritten")
         body = "".join(f"{p}\n" for p in rewritten).encode("utf-8")
@@ -290,6 +295,7 @@ class Gates:
             commit=commit,
             findings=[FoundRow.of(format_finding(gate.name, p)) for p in rewritten],
             raw=raw,
+            exit_code=exit_code,
         )
 
     # -- the result ---------------------------------------------------------------------------

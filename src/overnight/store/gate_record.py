@@ -45,6 +45,9 @@ class GateRun(BaseModel):
     raw: str | None = None
     """The artifact the findings were read from: the command's output for a findings gate,
     the list of files the formatter rewrote for a format gate."""
+    exit_code: int | None = None
+    """How the command exited (None: it did not finish, did not run, or the run was recorded
+    before exit codes were): the audit reads ``raw`` again with it."""
     unreadable: str = ""
     """Why no findings could be read (the tool crashed, timed out, or printed what its reader
     does not know): a gate unreadable on the base commit judges nothing that night."""
