@@ -40,7 +40,6 @@ from overnight.core.text import clip
 from overnight.messages.types import estimate_input_tokens
 from overnight.models.gateway import EventSink, ModelGateway
 from overnight.night.alerts import send_alert
-from overnight.night.gates import GateCount
 from overnight.night.harness_requests import summary_request
 from overnight.sandbox.identity import Identity
 from overnight.secrecy import secret_values
@@ -114,7 +113,7 @@ class ClosingFacts:
     """Who sandboxed commands ran as; None: the night had no sandbox."""
     commit_sizes: dict[str, CommitSize] = field(default_factory=dict)
     """Each landed commit's size and dependency changes, by its hash."""
-    gates: list[GateCount] = field(default_factory=list)
+    gates: list[GateBlock] = field(default_factory=list)
     """Per gate, its findings on the base commit and on what landed."""
 
 
@@ -405,18 +404,7 @@ def build_result(f: ClosingFacts, stop: Stop, partial: str, wrapup: Wrapup) -> T
         resumes=s.resumes,
         trace_lines_dropped=f.trace_lines_dropped,
         effects=f.effects,
-        gates=[
-            GateBlock(
-                name=g.name,
-                kind=g.kind,
-                base=g.base,
-                landed=g.landed,
-                new=g.new,
-                removed=g.removed,
-                unreadable=g.unreadable,
-            )
-            for g in f.gates
-        ],
+        gates=list(f.gates),
         sandbox=SandboxBlock(
             mode=f.sandbox.mode,
             network=f.sandbox.network,

@@ -33,6 +33,7 @@ from overnight.night.worktree import Worktree
 from overnight.process import Confinement
 from overnight.store.atomic import write_atomic
 from overnight.store.gate_record import FoundRow, GateRun, GatesRecord, read_gates, write_gates
+from overnight.store.result import GateBlock
 from overnight.store.trace import Trace
 
 #: The most new findings a park reason or a retry brief lists one by one.
@@ -87,19 +88,6 @@ class GateVerdict:
             "it hides, and the checks' configuration cannot be changed):\n"
             + "\n".join(self.lines())
         )
-
-
-@dataclass(frozen=True)
-class GateCount:
-    """One gate's findings on the base commit and on what landed, for the result."""
-
-    name: str
-    kind: str
-    base: int
-    landed: int
-    new: list[str]
-    removed: int
-    unreadable: str = ""
 
 
 class Gates:
@@ -300,7 +288,7 @@ class Gates:
 
     # -- the result ---------------------------------------------------------------------------
 
-    def counts(self, head: str | None) -> list[GateCount]:
+    def counts(self, head: str | None) -> list[GateBlock]:
         """Per gate: the base's findings, those of the last landed commit (the base's when
         nothing landed), and what it added and removed."""
         if not self.gates:
@@ -316,19 +304,19 @@ def format_finding(gate: str, path: str) -> Finding:
     return Finding(path, "format", f"not formatted as `{gate}` writes it")
 
 
-def gate_counts(record: GatesRecord, kinds: dict[str, str], head: str | None) -> list[GateCount]:
+def gate_counts(record: GatesRecord, kinds: dict[str, str], head: str | None) -> list[GateBlock]:
     """The counts the result carries, from a gates record (the audit recomputes them)."""
     landed = record.landed.get(head or "") or (
         list(record.landed.values())[-1] if record.landed else {}
     )
-    counts: list[GateCount] = []
+    counts: list[GateBlock] = []
     for name, base in record.base.items():
         now = landed.get(name, base)
         added = [] if base.unreadable else new_findings(base.found(), now.found())
         counts.append(
-            GateCount(
+            GateBlock(
                 name=name,
-                kind=kinds.get(name, "findings"),
+                kind="format" if kinds.get(name) == "format" else "findings",
                 base=len(base.findings),
                 landed=len(now.findings),
                 new=[f.text() for f in added],
