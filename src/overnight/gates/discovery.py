@@ -293,13 +293,15 @@ def _from_ruff_toml(repo: Path, found: _Sightings) -> None:
 
 
 def _from_ini_files(repo: Path, found: _Sightings) -> None:
-    """The gates of ``setup.cfg``, ``tox.ini`` and the tools' own INI files."""
+    """The gates of ``setup.cfg``, ``tox.ini`` and the tools' own files (INI, and pyright's
+    ``pyrightconfig.json``)."""
     for name, gate in (
         ("mypy.ini", "mypy"),
         (".mypy.ini", "mypy"),
         (".flake8", "flake8"),
         (".pylintrc", "pylint"),
         ("pylintrc", "pylint"),
+        ("pyrightconfig.json", "pyright"),
         (".isort.cfg", "isort"),
     ):
         if _read(repo, name) is not None:

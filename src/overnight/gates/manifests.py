@@ -179,7 +179,8 @@ def _structured_change(name: str, base_text: str | None, new_text: str | None) -
     parsed: list[object] = []
     for side, text in (("before", base_text), ("after", new_text)):
         if text is None:  # absent: no dependencies at all
-            parsed.append({})
+            # setup.cfg's parse gives every option, empty when missing: absent reads as empty.
+            parsed.append(parse("") if kind == "INI" else {})
             continue
         try:
             parsed.append(parse(text))
