@@ -29,9 +29,8 @@ from overnight.gates.readers import (
     FindingsUnreadable,
     new_findings,
     read_findings,
-    removed_findings,
 )
-from overnight.night.gates import format_finding, read_log
+from overnight.night.gates import format_finding, gate_block, read_log
 from overnight.store.gate_record import FoundRow, GateRun, GatesRecord, read_gates
 
 #: The most findings a detail names one by one.
@@ -267,21 +266,12 @@ def gate_check(
             )
     head = last_landed(files, record)
     now = found.get((head, name), base) if head is not None else base
-    new = [] if base.unreadable else [f.text() for f in new_findings(base.found, now.found)]
-    removed = 0 if base.unreadable else len(removed_findings(base.found, now.found))
-    ours: dict[str, object] = {
-        "kind": spec.kind,
-        "base": len(base.found),
-        "landed": len(now.found),
-        "new": new,
-        "removed": removed,
-        "unreadable": base.unreadable,
-    }
+    ours = gate_block(name, spec.kind, base.found, base.unreadable, now.found)
     claimed = [g for g in files.result.gates if g.name == name]
     if not claimed:
         problems.append("result.json carries no counts for it")
     for block in claimed[:1]:
-        for key, value in ours.items():
+        for key, value in ours.model_dump(exclude={"name"}).items():
             theirs = getattr(block, key)
             if theirs != value:
                 problems.append(f"result.json's {key} is {theirs!r}, recomputed {value!r}")
@@ -293,7 +283,7 @@ def gate_check(
     if base.unreadable:
         detail += " (unreadable: it judged nothing)"
     detail += f", {len(now.found)} on {head[:12]}" if head is not None else ", nothing landed"
-    detail += f"; {len(new)} new, {removed} removed"
+    detail += f"; {len(ours.new)} new, {ours.removed} removed"
     return check(label, "gates", not problems, "; ".join([detail, *problems]))
 
 

@@ -305,26 +305,32 @@ def format_finding(gate: str, path: str) -> Finding:
 
 
 def gate_counts(record: GatesRecord, kinds: dict[str, str], head: str | None) -> list[GateBlock]:
-    """The counts the result carries, from a gates record (the audit recomputes them)."""
+    """The counts the result carries, from a gates record."""
     landed = record.landed.get(head or "") or (
         list(record.landed.values())[-1] if record.landed else {}
     )
-    counts: list[GateBlock] = []
-    for name, base in record.base.items():
-        now = landed.get(name, base)
-        added = [] if base.unreadable else new_findings(base.found(), now.found())
-        counts.append(
-            GateBlock(
-                name=name,
-                kind="format" if kinds.get(name) == "format" else "findings",
-                base=len(base.findings),
-                landed=len(now.findings),
-                new=[f.text() for f in added],
-                removed=0 if base.unreadable else len(removed_findings(base.found(), now.found())),
-                unreadable=base.unreadable,
-            )
-        )
-    return counts
+    return [
+        gate_block(name, kinds.get(name, ""), base.found(), base.unreadable, now.found())
+        for name, base in record.base.items()
+        for now in [landed.get(name, base)]
+    ]
+
+
+def gate_block(
+    name: str, kind: str, base: list[Finding], unreadable: str, now: list[Finding]
+) -> GateBlock:
+    """One gate's counts: its findings on the base commit (``unreadable``: why none could be
+    read, and then it judged nothing) against those on what landed. The night's result and
+    the audit's recomputation both count with this."""
+    return GateBlock(
+        name=name,
+        kind="format" if kind == "format" else "findings",
+        base=len(base),
+        landed=len(now),
+        new=[] if unreadable else [f.text() for f in new_findings(base, now)],
+        removed=0 if unreadable else len(removed_findings(base, now)),
+        unreadable=unreadable,
+    )
 
 
 def tree_hashes(root: Path, files: list[str]) -> dict[str, str]:
