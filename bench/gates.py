@@ -40,9 +40,10 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.helpers.suite_runs import trace_events
-from tests.realrepos.corpus import PACKAGES, PYTHON_MULTIPART, Package, fetch
+from tests.realrepos.corpus import PACKAGES, PYTHON_MULTIPART, Package
 from tests.realrepos.night import RealRepoNight
 
+from bench.realrepos import corpus_ready
 from overnight.gates.discovery import discover_gates
 
 HERE = Path(__file__).resolve().parent
@@ -119,12 +120,7 @@ def measure(package: Package, scratch: Path) -> dict[str, Any]:
 
 
 def main() -> int:
-    # The nights' `python` is this interpreter's (its tools, its pytest), as in the tests.
-    here = str(Path(sys.executable).parent)
-    os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", os.defpath)])
-    error = fetch()
-    if error:
-        print(f"the corpus could not be fetched: {error}", file=sys.stderr)
+    if not corpus_ready():
         return 1
     rows = []
     for package in GATED:

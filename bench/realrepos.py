@@ -85,13 +85,20 @@ def measure(package: Package, scratch: Path) -> dict[str, Any]:
     }
 
 
-def main() -> int:
-    # The nights' `python` is this interpreter's (its plugins, its pytest), as in the tests.
+def corpus_ready() -> bool:
+    """The corpus fetched, and this interpreter first on PATH: the nights' `python` is this
+    one (its plugins, its tools, its pytest), as in the tests. False, said, when the corpus
+    could not be fetched."""
     here = str(Path(sys.executable).parent)
     os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", os.defpath)])
     error = fetch()
     if error:
         print(f"the corpus could not be fetched: {error}", file=sys.stderr)
+    return not error
+
+
+def main() -> int:
+    if not corpus_ready():
         return 1
     rows = []
     for package in PACKAGES:
